@@ -1,0 +1,9 @@
+#pragma once
+#include "common.hpp"
+
+namespace simkit::cli {
+
+// Engine subcommands, registered by the engines' own files (each issue adds its engine here).
+void add_engine_commands(CLI::App& app, Action& action);
+
+}  // namespace simkit::cli

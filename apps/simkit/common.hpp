@@ -1,0 +1,48 @@
+#pragma once
+// Options every run subcommand shares, with the same names everywhere.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/backend.hpp"
+
+namespace simkit::cli {
+
+struct CommonRunOptions {
+  std::string backend = "auto";
+  int device = 0;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  bool quiet = false;
+  bool json = false;
+};
+
+inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
+  app.add_option("--backend", o.backend, "Backend: auto (CUDA when a device is usable, else cpu), reference, cpu, cuda")
+      ->check(CLI::IsMember({"auto", "reference", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o.threads, "CPU threads for the cpu backend (0: all)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");
+  app.add_flag("--json", o.json, "Print the end-of-run summary as one JSON object on one line of stdout");
+}
+
+// Resolves backend and device into RunOptions (seed is set by the subcommand, which owns --seed).
+inline RunOptions to_run_options(const CommonRunOptions& o) {
+  RunOptions r;
+  r.backend = resolve_backend(parse_backend(o.backend), o.device);
+  r.device = o.device;
+  r.seed = o.seed;
+  r.threads = o.threads;
+  return r;
+}
+
+// A subcommand registers itself and leaves the function to run after parsing.
+using Action = std::function<int()>;
+
+void add_info_command(CLI::App& app, Action& action);
+
+}  // namespace simkit::cli

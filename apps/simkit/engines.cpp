@@ -1,0 +1,9 @@
+#include "commands.hpp"
+
+namespace simkit::cli {
+
+void add_prolif_command(CLI::App& app, Action& action);
+
+void add_engine_commands(CLI::App& app, Action& action) { add_prolif_command(app, action); }
+
+}  // namespace simkit::cli

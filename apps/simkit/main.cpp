@@ -1,0 +1,40 @@
+// simkit: one binary, one subcommand per engine (GROMACS-style). The CLI parses, calls the
+// library and reports; errors become exit codes: 2 for bad input, 1 for internal failures.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace simkit;
+  CLI::App app{"simkit: GPU-accelerated scientific simulation engines (prolif, angio, ddm)", "simkit"};
+  app.set_version_flag("--version", fmt::format("simkit {} ({})", build_info().version, build_info().commit));
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  cli::Action action;
+  cli::add_info_command(app, action);
+  cli::add_engine_commands(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version (code 0) or the parse error
+    return code == 0 ? kExitOk : kExitUser;
+  }
+  try {
+    return action ? action() : kExitOk;
+  } catch (const UserError& e) {
+    fmt::print(stderr, "simkit: error: {}\n", e.what());
+    return kExitUser;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "simkit: internal error: {}\n", e.what());
+    return kExitInternal;
+  }
+}

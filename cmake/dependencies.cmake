@@ -1,0 +1,23 @@
+# Third-party libraries, all from Debian packages (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+
+# toml++ and Random123 are used header-only (Debian's toml++ config would link its .so).
+find_path(SIMKIT_TOMLPP_INCLUDE toml++/toml.h REQUIRED)
+add_library(simkit_tomlpp INTERFACE)
+target_include_directories(simkit_tomlpp SYSTEM INTERFACE "${SIMKIT_TOMLPP_INCLUDE}")
+target_compile_definitions(simkit_tomlpp INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=1)
+
+find_path(SIMKIT_RANDOM123_INCLUDE Random123/philox.h REQUIRED)
+add_library(simkit_random123 INTERFACE)
+target_include_directories(simkit_random123 SYSTEM INTERFACE "${SIMKIT_RANDOM123_INCLUDE}")
+
+if(SIMKIT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(SIMKIT_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,89 @@
+# Build options. Defaults may come from the environment (SIMKIT_CUDA, SIMKIT_WERROR) so that
+# CI runs the README's own commands with stricter settings.
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+
+set(_cuda_default AUTO)
+if(DEFINED ENV{SIMKIT_CUDA})
+  set(_cuda_default "$ENV{SIMKIT_CUDA}")
+endif()
+set(SIMKIT_CUDA "${_cuda_default}" CACHE STRING "Build the CUDA backends: AUTO (when nvcc is found), ON or OFF")
+set_property(CACHE SIMKIT_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+set(_werror_default OFF)
+if(DEFINED ENV{SIMKIT_WERROR})
+  set(_werror_default "$ENV{SIMKIT_WERROR}")
+endif()
+option(SIMKIT_WERROR "Treat warnings as errors" ${_werror_default})
+option(SIMKIT_BUILD_TESTS "Build the GoogleTest suites" ON)
+option(SIMKIT_BUILD_BENCH "Build the benchmarks" ON)
+option(SIMKIT_BUNDLE "Link for a self-contained bundle (RPATH \$ORIGIN, static runtimes)" OFF)
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+find_program(SIMKIT_CCACHE ccache)
+if(SIMKIT_CCACHE)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${SIMKIT_CCACHE}")
+  set(CMAKE_CUDA_COMPILER_LAUNCHER "${SIMKIT_CCACHE}")
+endif()
+
+# CUDA as an optional language.
+string(TOUPPER "${SIMKIT_CUDA}" SIMKIT_CUDA)
+set(SIMKIT_HAVE_CUDA OFF)
+if(NOT SIMKIT_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # sm_90 machine code plus compute_90 PTX (CMake's "90" means both).
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(SIMKIT_HAVE_CUDA ON)
+    # CMake 3.25 predates nvcc's C++20 support: teach it the flag (newer CMake knows it already).
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+    find_package(CUDAToolkit REQUIRED)
+  elseif(SIMKIT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "SIMKIT_CUDA=ON but no CUDA compiler was found (set CUDACXX or put nvcc on PATH)")
+  else()
+    message(STATUS "simkit: nvcc not found, building without the CUDA backends")
+  endif()
+endif()
+message(STATUS "simkit: CUDA backends ${SIMKIT_HAVE_CUDA} (architectures: ${CMAKE_CUDA_ARCHITECTURES})")
+
+# Warnings, and floating-point rules that keep host and device arithmetic identical:
+# no FMA contraction anywhere (see docs/reproducibility.md).
+add_library(simkit_flags INTERFACE)
+target_compile_options(simkit_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -ffp-contract=off>
+  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-ffp-contract=off>)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 14)
+  # GCC 12/13 report false -Wrestrict positives inside libstdc++'s std::string (GCC bug 105329).
+  target_compile_options(simkit_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+endif()
+if(SIMKIT_WERROR)
+  target_compile_options(simkit_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+endif()
+if(SIMKIT_HAVE_CUDA)
+  target_compile_definitions(simkit_flags INTERFACE SIMKIT_HAVE_CUDA=1)
+endif()
+
+if(SIMKIT_BUNDLE)
+  set(CMAKE_BUILD_RPATH "\$ORIGIN")
+  set(CMAKE_INSTALL_RPATH "\$ORIGIN")
+  set(CMAKE_BUILD_RPATH_USE_ORIGIN ON)
+endif()

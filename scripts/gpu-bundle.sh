@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds, on this machine, a small self-contained bundle for the GPU machine (which has no package
+# registry): simkit, the test and benchmark binaries, and the few shared libraries they need,
+# all side by side with RPATH $ORIGIN (CUDA runtime linked statically, fmt header-only, GoogleTest
+# static). Output: .bundle/ (git-ignored), carried to the GPU machine with the device tool.
+# Usage: scripts/gpu-bundle.sh [--data DIR]   (DIR: test data to include; default ../shared/data)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data="../shared/data"
+[ "${1:-}" = "--data" ] && data="$2"
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+
+cmake --preset bundle >/dev/null
+cmake --build --preset bundle
+
+out=.bundle
+rm -rf "$out"
+mkdir -p "$out/lib"
+cp build/bundle/bin/simkit "$out/"
+find build/bundle/tests -maxdepth 1 -type f -executable -name '*_test' -exec cp {} "$out/" \;
+find build/bundle/bench -maxdepth 1 -type f -executable -name 'bench_*' -exec cp {} "$out/" \; 2>/dev/null || true
+cp scripts/gpu-check.sh "$out/"
+
+# Shared libraries that are not part of a base Ubuntu 24.04 image go beside the binaries.
+for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
+  [ -f "$bin" ] || continue
+  ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus' || true
+done | sort -u | while read -r lib; do cp -L "$lib" "$out/"; done
+rmdir "$out/lib"
+
+if [ -d "$data" ]; then
+  mkdir -p "$out/data"
+  cp -r "$data"/. "$out/data/"
+fi
+git rev-parse --short=10 HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
+[ -n "$(git status --porcelain 2>/dev/null)" ] && echo "+dirty" >> "$out/COMMIT"
+du -sh "$out"
+ls "$out"

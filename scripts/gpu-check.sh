@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On the GPU machine: runs every test binary of the bundle (the gpu-labelled ones included) and
+# the benchmarks, without CMake or CTest, and ends with a short table. Logs go to $OUT when set.
+# Usage (from the repository root, .bundle carried): bash scripts/gpu-check.sh [--tests-only|--bench-only] [BENCH_FILTER]
+set -uo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+bundle="$here/.bundle"
+[ -x "$bundle/simkit" ] || bundle="$here"   # also works when run from inside the bundle
+out="${OUT:-/tmp/simkit-gpu-check}"
+mkdir -p "$out"
+mode="${1:-all}"
+filter="${2:-.}"
+export SIMKIT_BIN="$bundle/simkit" SIMKIT_DATA_DIR="$bundle/data" LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+commit=$(cat "$bundle/COMMIT" 2>/dev/null | tr '\n' ' ')
+
+echo "== simkit info (bundle commit $commit)"
+"$bundle/simkit" info | tee "$out/info.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null | tee -a "$out/info.txt"
+
+rows=()
+failed=0
+if [ "$mode" != "--bench-only" ]; then
+  for t in "$bundle"/*_test; do
+    name=$(basename "$t")
+    start=$(date +%s%N)
+    "$t" --gtest_brief=1 > "$out/$name.log" 2>&1
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    pass=$(grep -c '^\[       OK \]' "$out/$name.log" || true)
+    total=$(grep -oE '^\[==========\] [0-9]+ tests? from' "$out/$name.log" | tail -1 | grep -oE '[0-9]+' | head -1)
+    passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/$name.log" | grep -oE '[0-9]+$' || echo 0)
+    skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' "$out/$name.log" | grep -oE '[0-9]+$' || echo 0)
+    failn=$(grep -oE '^\[  FAILED  \] [0-9]+' "$out/$name.log" | grep -oE '[0-9]+$' || echo 0)
+    [ $rc -ne 0 ] && failed=1 && grep -E '^\[  FAILED  \]|Failure|error' "$out/$name.log" | head -20
+    rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "$name" "${total:-?}" "${passed:-0}" "${skipped:-0}" "${failn:-0}" "$ms")")
+  done
+fi
+if [ "$mode" != "--tests-only" ]; then
+  for b in "$bundle"/bench_*; do
+    [ -x "$b" ] || continue
+    name=$(basename "$b")
+    "$b" --benchmark_filter="$filter" --benchmark_min_time=0.2 --benchmark_out="$out/$name.json" \
+      --benchmark_out_format=json > "$out/$name.txt" 2>&1 || failed=1
+    cat "$out/$name.txt"
+  done
+fi
+echo
+echo "== summary (bundle commit $commit)"
+printf '%-32s %6s %7s %7s %6s %8s\n' test tests passed skipped failed time
+for r in "${rows[@]}"; do echo "$r"; done
+[ $failed -eq 0 ] && echo "gpu-check: OK" || echo "gpu-check: FAILURES (logs in $out)"
+exit $failed

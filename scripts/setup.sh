@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs simkit's build dependencies from Debian packages (idempotent). Run as root or with sudo.
+# The CUDA toolkit (nvcc) is not a Debian package here: install NVIDIA's toolkit separately to build
+# the CUDA backends; without it simkit builds its reference and cpu backends only.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build ccache git pkg-config
+  libcli11-dev libfmt-dev libtomlplusplus-dev librandom123-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libomp-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

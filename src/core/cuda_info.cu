@@ -1,0 +1,41 @@
+#include <cuda_runtime.h>
+
+#include "core/cuda_info.hpp"
+
+namespace simkit {
+
+CudaStatus cuda_status() {
+  CudaStatus status;
+  status.built = true;
+  cudaRuntimeGetVersion(&status.runtime_version);
+  if (cudaDriverGetVersion(&status.driver_version) != cudaSuccess) status.driver_version = 0;
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    status.reason = cudaGetErrorString(err);
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+    return status;
+  }
+  if (count == 0) {
+    status.reason = "no CUDA device found";
+    return status;
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+    CudaDevice d;
+    d.index = i;
+    d.name = prop.name;
+    d.memory_bytes = prop.totalGlobalMem;
+    d.compute_major = prop.major;
+    d.compute_minor = prop.minor;
+    d.multiprocessors = prop.multiProcessorCount;
+    d.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+    status.devices.push_back(d);
+  }
+  status.usable = !status.devices.empty();
+  if (!status.usable) status.reason = "no device answered cudaGetDeviceProperties";
+  return status;
+}
+
+}  // namespace simkit

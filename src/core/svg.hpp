@@ -1,0 +1,26 @@
+#pragma once
+// A small SVG line-plot writer shared by the engines: opens in any browser, no Python needed.
+#include <string>
+#include <vector>
+
+namespace simkit {
+
+struct PlotSeries {
+  std::string label;
+  std::vector<double> x, y;
+  std::vector<double> band_low, band_high;  // optional shaded band (same length as x)
+  std::string color = "#1f77b4";
+  bool dashed = false;
+};
+
+struct PlotSpec {
+  std::string title, x_label, y_label;
+  bool log_x = false;
+  int width = 820, height = 520;
+  std::vector<PlotSeries> series;
+};
+
+// Renders the plot; points with non-finite or (on a log axis) non-positive x are left out.
+std::string render_svg(const PlotSpec& spec);
+
+}  // namespace simkit

@@ -1,0 +1,515 @@
+#include "prolif/io.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <toml++/toml.h>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace simkit::prolif {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kProportionTolerance = 1e-6;
+
+std::string read_whole_file(const fs::path& path, const std::string& file) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw input_error(file, 0, "", "is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(file, 0, "", "cannot open the file for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw input_error(file, 0, "", "cannot read the file");
+  return buffer.str();
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Calls visit(line_number, line) for every line, '\r' of CRLF already stripped.
+template <class Visit>
+std::size_t for_each_line(std::string_view content, Visit visit) {
+  std::size_t line_number = 0;
+  while (!content.empty()) {
+    const auto end = content.find('\n');
+    std::string_view line = content.substr(0, end);
+    content = end == std::string_view::npos ? std::string_view{} : content.substr(end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    visit(++line_number, line);
+  }
+  return line_number;
+}
+
+bool is_blank_or_comment(std::string_view line) {
+  const auto t = trim(line);
+  return t.empty() || t.front() == '#';
+}
+
+std::vector<std::string_view> split_whitespace(std::string_view line) {
+  std::vector<std::string_view> tokens;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && is_space(line[i])) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && !is_space(line[i])) ++i;
+    if (i > start) tokens.push_back(line.substr(start, i - start));
+  }
+  return tokens;
+}
+
+std::vector<std::string_view> split_csv(std::string_view line) {
+  std::vector<std::string_view> fields;
+  while (true) {
+    const auto comma = line.find(',');
+    fields.push_back(trim(line.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    line.remove_prefix(comma + 1);
+  }
+  return fields;
+}
+
+// The whole token must be a number; from_chars accepts "inf"/"nan", which the callers reject
+// with a clearer message than "not a number".
+std::optional<double> parse_double(std::string_view token) {
+  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);
+  double value = 0;
+  const auto* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
+  if (ec != std::errc{} || ptr != end) return std::nullopt;
+  return value;
+}
+
+// Integers first (exact to 2^64 - 1), then integral reals such as 1e9 or 12.0.
+std::uint64_t parse_count(std::string_view token, const std::string& file, std::size_t line) {
+  const auto bad = [&] {
+    return input_error(file, line, "count", fmt::format("expected a non-negative integer, got '{}'", token));
+  };
+  std::string_view digits = token;
+  if (digits.size() > 1 && digits.front() == '+') digits.remove_prefix(1);
+  std::uint64_t count = 0;
+  const auto* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, count);
+  if (ec == std::errc{} && ptr == end) return count;
+  if (ec == std::errc::result_out_of_range && ptr == end)
+    throw input_error(file, line, "count", fmt::format("too large (at most 2^64 - 1), got '{}'", token));
+  const auto real = parse_double(token);
+  if (!real || !std::isfinite(*real) || *real < 0 || std::floor(*real) != *real) throw bad();
+  // 2^64 is exactly representable; anything at or above it does not fit.
+  if (*real >= 18446744073709551616.0)
+    throw input_error(file, line, "count", fmt::format("too large (at most 2^64 - 1), got '{}'", token));
+  return static_cast<std::uint64_t>(*real);
+}
+
+double parse_value(std::string_view token, const std::string& file, std::size_t line) {
+  const auto value = parse_double(token);
+  if (!value) throw input_error(file, line, "value", fmt::format("expected a number, got '{}'", token));
+  if (!std::isfinite(*value)) throw input_error(file, line, "value", fmt::format("must be finite, got '{}'", token));
+  if (*value <= 0) throw input_error(file, line, "value", fmt::format("must be > 0, got '{}'", token));
+  return *value;
+}
+
+bool ends_with_csv(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".csv";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Population checks shared by the TOML and types-file readers: each problem is reported at the
+// line where the user can fix it.
+
+struct PopulationLines {
+  std::size_t table = 0;  // the [[population]] header, or the types-file line
+  std::size_t name = 0;
+  std::size_t quiescent = 0;
+};
+
+std::string number_text(double x) { return fmt::format("{}", x); }
+
+void check_proportion(double p, const std::string& file, std::size_t line) {
+  if (!std::isfinite(p)) throw input_error(file, line, "proportion", fmt::format("must be finite, got {}", number_text(p)));
+  if (p < 0 || p > 1) throw input_error(file, line, "proportion", fmt::format("must be in [0, 1], got {}", number_text(p)));
+}
+
+void check_mean(double mean, const std::string& file, std::size_t line, std::string_view hint = {}) {
+  if (!std::isfinite(mean)) throw input_error(file, line, "mean", fmt::format("must be finite, got {}", number_text(mean)));
+  if (mean <= 0) throw input_error(file, line, "mean", fmt::format("must be > 0{}, got {}", hint, number_text(mean)));
+}
+
+void check_sd(double sd, const std::string& file, std::size_t line, std::string_view hint = {}) {
+  if (!std::isfinite(sd)) throw input_error(file, line, "sd", fmt::format("must be finite, got {}", number_text(sd)));
+  if (sd < 0) throw input_error(file, line, "sd", fmt::format("must be >= 0{}, got {}", hint, number_text(sd)));
+}
+
+void check_population_set(const std::vector<Population>& populations, const std::vector<PopulationLines>& lines,
+                          const std::string& file) {
+  if (populations.empty()) throw input_error(file, 0, "population", "no population defined (at least one is required)");
+  std::set<std::string> names;
+  bool seen_quiescent = false;
+  double sum = 0;
+  for (std::size_t i = 0; i < populations.size(); ++i) {
+    const auto& pop = populations[i];
+    if (pop.quiescent) {
+      if (seen_quiescent)
+        throw input_error(file, lines[i].quiescent, "quiescent", "more than one quiescent population (at most one is allowed)");
+      seen_quiescent = true;
+    }
+    if (!names.insert(pop.name).second)
+      throw input_error(file, lines[i].name, "name", fmt::format("duplicate population name '{}'", pop.name));
+    sum += pop.proportion;
+  }
+  if (std::abs(sum - 1.0) > kProportionTolerance)
+    throw input_error(file, lines.back().table, "proportion",
+                      fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
+}
+
+// Default names: "quiescent", and P1, P2, ... counting proliferating populations in file order.
+std::string default_name(bool quiescent, int proliferating_index) {
+  return quiescent ? std::string("quiescent") : fmt::format("P{}", proliferating_index);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TOML helpers.
+
+std::size_t line_of(const toml::node& node) { return node.source().begin.line; }
+
+std::size_t line_of(const toml::key& key, const toml::node& node) {
+  const std::size_t line = key.source().begin.line;
+  return line > 0 ? line : line_of(node);
+}
+
+const char* type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a floating-point number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+// TOML integers are accepted wherever a number is expected (`phi_min = 11`).
+double toml_number(const toml::node& node, std::string_view field, const std::string& file) {
+  if (const auto* f = node.as_floating_point()) return f->get();
+  if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
+  throw input_error(file, line_of(node), field, fmt::format("expected a number, got {}", type_name(node)));
+}
+
+std::string toml_string(const toml::node& node, std::string_view field, const std::string& file) {
+  if (const auto* s = node.as_string()) return s->get();
+  throw input_error(file, line_of(node), field, fmt::format("expected a string, got {}", type_name(node)));
+}
+
+bool toml_bool(const toml::node& node, std::string_view field, const std::string& file) {
+  if (const auto* b = node.as_boolean()) return b->get();
+  throw input_error(file, line_of(node), field, fmt::format("expected true or false, got {}", type_name(node)));
+}
+
+Distribution parse_distribution(const std::string& text, const std::string& file, std::size_t line) {
+  // "truncated-normal" is the name the model uses; "normal" is what users write.
+  if (text == "normal" || text == "truncated-normal") return Distribution::TruncatedNormal;
+  if (text == "gamma") return Distribution::Gamma;
+  if (text == "lognormal") return Distribution::LogNormal;
+  throw input_error(file, line, "distribution", fmt::format("expected 'normal', 'gamma' or 'lognormal', got '{}'", text));
+}
+
+std::optional<StartMode> start_mode_from(std::string_view text) {
+  if (text == "sync") return StartMode::Sync;
+  if (text == "procell-async") return StartMode::ProcellAsync;
+  return std::nullopt;
+}
+
+Population read_toml_population(const toml::table& table, std::size_t table_line, int& proliferating,
+                                const std::string& file, PopulationLines& lines) {
+  Population pop;
+  lines.table = table_line;
+  lines.name = table_line;
+  lines.quiescent = table_line;
+  const toml::node* mean = nullptr;
+  const toml::node* sd = nullptr;
+  const toml::node* distribution = nullptr;
+  std::optional<std::string> name;
+  std::optional<double> proportion;
+  for (auto&& [key, node] : table) {
+    const std::string_view k = key.str();
+    if (k == "name") {
+      name = toml_string(node, k, file);
+      lines.name = line_of(key, node);
+      if (name->empty()) throw input_error(file, lines.name, "name", "must not be empty");
+    } else if (k == "proportion") {
+      proportion = toml_number(node, k, file);
+      check_proportion(*proportion, file, line_of(node));
+    } else if (k == "quiescent") {
+      pop.quiescent = toml_bool(node, k, file);
+      lines.quiescent = line_of(key, node);
+    } else if (k == "mean") {
+      mean = &node;
+    } else if (k == "sd") {
+      sd = &node;
+    } else if (k == "distribution") {
+      distribution = &node;
+    } else {
+      throw input_error(file, line_of(key, node), k,
+                        "unknown key in [[population]] (expected name, proportion, quiescent, mean, sd, distribution)");
+    }
+  }
+  if (!proportion) throw input_error(file, table_line, "proportion", "missing (every [[population]] needs one)");
+  pop.proportion = *proportion;
+  if (pop.quiescent) {
+    // A quiescent population never divides, so division-time parameters would be silently ignored.
+    for (auto [node, field] : {std::pair{mean, "mean"}, std::pair{sd, "sd"}, std::pair{distribution, "distribution"}})
+      if (node) throw input_error(file, line_of(*node), field, "not allowed for a quiescent population (it never divides)");
+  } else {
+    if (!mean) throw input_error(file, table_line, "mean", "missing (required unless quiescent = true)");
+    if (!sd) throw input_error(file, table_line, "sd", "missing (required unless quiescent = true)");
+    pop.mean = toml_number(*mean, "mean", file);
+    check_mean(pop.mean, file, line_of(*mean));
+    pop.sd = toml_number(*sd, "sd", file);
+    check_sd(pop.sd, file, line_of(*sd));
+    if (distribution)
+      pop.distribution = parse_distribution(toml_string(*distribution, "distribution", file), file, line_of(*distribution));
+    ++proliferating;
+  }
+  pop.name = name ? *name : default_name(pop.quiescent, proliferating);
+  return pop;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+InitialHistogram read_histogram(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const std::string content = read_whole_file(path, file);
+  InitialHistogram histogram;
+  histogram.source = file;
+
+  const bool csv_by_name = ends_with_csv(path);
+  bool csv = csv_by_name;
+  bool first_content_line = true;
+  std::size_t csv_columns = 2;
+
+  const std::size_t last_line = for_each_line(content, [&](std::size_t line, std::string_view text) {
+    if (is_blank_or_comment(text)) return;
+    std::vector<std::string_view> fields;
+    if (first_content_line) {
+      first_content_line = false;
+      csv = csv || text.find(',') != std::string_view::npos;
+      if (csv) {
+        fields = split_csv(text);
+        const bool numeric = fields.size() >= 2 && parse_double(fields[0]) && parse_double(fields[1]);
+        if (!numeric) {
+          if (fields.size() < 2)
+            throw input_error(file, line, "", "CSV header must name at least two columns (value, count)");
+          csv_columns = fields.size();
+          return;
+        }
+        if (csv_by_name)
+          throw input_error(file, line, "", "a .csv histogram needs a header line such as 'value,count'");
+      }
+    }
+    fields = csv ? split_csv(text) : split_whitespace(text);
+    const char* layout = csv ? "value,count" : "value count";
+    if (fields.empty() || fields[0].empty())
+      throw input_error(file, line, "value", fmt::format("missing (expected '{}')", layout));
+    if (fields.size() < 2 || fields[1].empty())
+      throw input_error(file, line, "count", fmt::format("missing (expected '{}')", layout));
+    const std::size_t allowed = csv ? csv_columns : 2;
+    if (fields.size() > allowed)
+      throw input_error(file, line, "count", fmt::format("unexpected text after the count: '{}'", fields[allowed]));
+    const double value = parse_value(fields[0], file, line);
+    const std::uint64_t count = parse_count(fields[1], file, line);
+    if (count == 0) return;  // empty bins carry no cells; keeping them would only cost work
+    histogram.values.push_back(value);
+    histogram.counts.push_back(count);
+  });
+
+  if (histogram.values.empty())
+    throw input_error(file, std::max<std::size_t>(last_line, 1), "count",
+                      "the histogram has no cells (the file is empty or every count is 0)");
+  (void)histogram.total_cells();  // rejects a total that does not fit in 64 bits
+  return histogram;
+}
+
+ModelFile read_model_toml(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const std::string content = read_whole_file(path, file);
+  toml::table root;
+  try {
+    root = toml::parse(content, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    throw input_error(file, e.source().begin.line, "", e.description());
+  }
+
+  ModelFile result;
+  std::size_t t_max_line = 0;
+  std::size_t times_line = 0;
+  const toml::array* populations = nullptr;
+  std::size_t populations_line = 0;
+
+  for (auto&& [key, node] : root) {
+    const std::string_view k = key.str();
+    const std::size_t line = line_of(key, node);
+    if (k == "phi_min") {
+      const double phi_min = toml_number(node, k, file);
+      if (!std::isfinite(phi_min)) throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(phi_min)));
+      if (phi_min < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(phi_min)));
+      result.phi_min = phi_min;
+    } else if (k == "t_max") {
+      const double t_max = toml_number(node, k, file);
+      if (!std::isfinite(t_max)) throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(t_max)));
+      if (t_max < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(t_max)));
+      result.t_max = t_max;
+      t_max_line = line;
+    } else if (k == "times") {
+      const auto* array = node.as_array();
+      if (!array) throw input_error(file, line, k, fmt::format("expected an array of numbers, got {}", type_name(node)));
+      if (array->empty()) throw input_error(file, line, k, "must list at least one time");
+      std::vector<double> times;
+      for (const auto& element : *array) {
+        const std::size_t element_line = line_of(element) > 0 ? line_of(element) : line;
+        const double t = toml_number(element, k, file);
+        if (!std::isfinite(t)) throw input_error(file, element_line, k, fmt::format("must be finite, got {}", number_text(t)));
+        if (t < 0) throw input_error(file, element_line, k, fmt::format("must be >= 0, got {}", number_text(t)));
+        if (!times.empty() && t <= times.back())
+          throw input_error(file, element_line, k,
+                            fmt::format("must be strictly ascending, got {} after {}", number_text(t), number_text(times.back())));
+        times.push_back(t);
+      }
+      result.times = std::move(times);
+      times_line = line;
+    } else if (k == "start") {
+      const std::string text = toml_string(node, k, file);
+      const auto mode = start_mode_from(text);
+      if (!mode) throw input_error(file, line, k, fmt::format("expected 'sync' or 'procell-async', got '{}'", text));
+      result.start = *mode;
+    } else if (k == "seed") {
+      const auto* integer = node.as_integer();
+      if (!integer) throw input_error(file, line, k, fmt::format("expected a non-negative integer, got {}", type_name(node)));
+      if (integer->get() < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", integer->get()));
+      result.seed = static_cast<std::uint64_t>(integer->get());
+    } else if (k == "population") {
+      populations = node.as_array();
+      populations_line = line;
+      if (!populations || !populations->is_array_of_tables())
+        throw input_error(file, line, k, "expected [[population]] tables");
+    } else {
+      throw input_error(file, line, k, "unknown key (expected phi_min, t_max, times, start, seed, [[population]])");
+    }
+  }
+
+  if (!populations || populations->empty())
+    throw input_error(file, populations_line, "population", "no [[population]] table (at least one is required)");
+  std::vector<PopulationLines> lines;
+  int proliferating = 0;
+  for (const auto& element : *populations) {
+    PopulationLines pop_lines;
+    const std::size_t table_line = line_of(element) > 0 ? line_of(element) : populations_line;
+    result.model.populations.push_back(read_toml_population(*element.as_table(), table_line, proliferating, file, pop_lines));
+    lines.push_back(pop_lines);
+  }
+  check_population_set(result.model.populations, lines, file);
+
+  if (result.times && result.t_max && *result.t_max != result.times->back())
+    throw input_error(file, t_max_line, "t_max",
+                      fmt::format("is {} but the last of times (line {}) is {}; give one or make them agree",
+                                  number_text(*result.t_max), times_line, number_text(result.times->back())));
+  if (result.phi_min) result.model.phi_min = *result.phi_min;
+  if (result.times) {
+    result.model.times = *result.times;
+  } else if (result.t_max) {
+    result.model.times = {*result.t_max};
+  }
+  if (result.start) result.model.start = *result.start;
+  return result;
+}
+
+ModelFile read_types_file(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const std::string content = read_whole_file(path, file);
+  ModelFile result;
+  std::vector<PopulationLines> lines;
+  int proliferating = 0;
+  static constexpr const char* kFields[] = {"proportion", "mean", "sd"};
+
+  const std::size_t last_line = for_each_line(content, [&](std::size_t line, std::string_view text) {
+    if (is_blank_or_comment(text)) return;
+    const auto tokens = split_whitespace(text);
+    if (tokens.size() < 3)
+      throw input_error(file, line, kFields[tokens.size()], "missing (expected 'proportion mean sd')");
+    if (tokens.size() > 3) throw input_error(file, line, "sd", fmt::format("unexpected text after the sd: '{}'", tokens[3]));
+    double numbers[3] = {};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto x = parse_double(tokens[i]);
+      if (!x) throw input_error(file, line, kFields[i], fmt::format("expected a number, got '{}'", tokens[i]));
+      numbers[i] = *x;
+    }
+    Population pop;
+    pop.proportion = numbers[0];
+    check_proportion(pop.proportion, file, line);
+    // cuProCell marks the quiescent population with mean = sd = -1.
+    pop.quiescent = numbers[1] == -1.0 && numbers[2] == -1.0;
+    if (!pop.quiescent) {
+      constexpr std::string_view hint = " (a quiescent population is written 'proportion -1 -1')";
+      pop.mean = numbers[1];
+      check_mean(pop.mean, file, line, hint);
+      pop.sd = numbers[2];
+      check_sd(pop.sd, file, line, hint);
+      ++proliferating;
+    }
+    pop.name = default_name(pop.quiescent, proliferating);
+    result.model.populations.push_back(pop);
+    lines.push_back({line, line, line});
+  });
+
+  if (result.model.populations.empty())
+    throw input_error(file, std::max<std::size_t>(last_line, 1), "proportion",
+                      "no population in the file (expected lines 'proportion mean sd')");
+  check_population_set(result.model.populations, lines, file);
+  return result;
+}
+
+StartMode parse_start_mode(const std::string& text, const std::string& what) {
+  if (const auto mode = start_mode_from(text)) return *mode;
+  throw input_error(what, 0, "", fmt::format("expected 'sync' or 'procell-async', got '{}'", text));
+}
+
+std::string to_string(StartMode mode) {
+  switch (mode) {
+    case StartMode::Sync: return "sync";
+    case StartMode::ProcellAsync: return "procell-async";
+  }
+  return "unknown";
+}
+
+std::string to_string(Distribution distribution) {
+  switch (distribution) {
+    case Distribution::TruncatedNormal: return "normal";
+    case Distribution::Gamma: return "gamma";
+    case Distribution::LogNormal: return "lognormal";
+  }
+  return "unknown";
+}
+
+}  // namespace simkit::prolif

@@ -1,0 +1,73 @@
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/error.hpp"
+#include "prolif/prolif.hpp"
+
+namespace simkit::prolif {
+
+namespace {
+
+// The readers check the same rules with line numbers; this is the last gate for models built in
+// code or changed by command-line overrides, so messages name the population instead of a line.
+void check_population(const Population& pop, const std::string& source) {
+  const auto fail = [&](std::string_view field, const std::string& problem) {
+    return input_error(source, 0, field, fmt::format("population '{}': {}", pop.name, problem));
+  };
+  if (!std::isfinite(pop.proportion)) throw fail("proportion", fmt::format("must be finite, got {}", pop.proportion));
+  if (pop.proportion < 0 || pop.proportion > 1)
+    throw fail("proportion", fmt::format("must be in [0, 1], got {}", pop.proportion));
+  if (pop.quiescent) return;
+  if (!std::isfinite(pop.mean)) throw fail("mean", fmt::format("must be finite, got {}", pop.mean));
+  if (pop.mean <= 0) throw fail("mean", fmt::format("must be > 0, got {}", pop.mean));
+  if (!std::isfinite(pop.sd)) throw fail("sd", fmt::format("must be finite, got {}", pop.sd));
+  if (pop.sd < 0) throw fail("sd", fmt::format("must be >= 0, got {}", pop.sd));
+}
+
+}  // namespace
+
+void validate(const Model& model, const std::string& source) {
+  if (model.populations.empty()) throw input_error(source, 0, "population", "at least one population is required");
+  std::set<std::string> names;
+  int quiescent = 0;
+  double sum = 0;
+  for (const auto& pop : model.populations) {
+    if (pop.name.empty()) throw input_error(source, 0, "name", "a population name must not be empty");
+    if (!names.insert(pop.name).second)
+      throw input_error(source, 0, "name", fmt::format("duplicate population name '{}'", pop.name));
+    check_population(pop, source);
+    if (pop.quiescent && ++quiescent > 1)
+      throw input_error(source, 0, "quiescent", "more than one quiescent population (at most one is allowed)");
+    sum += pop.proportion;
+  }
+  if (std::abs(sum - 1.0) > 1e-6)
+    throw input_error(source, 0, "proportion", fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
+
+  if (!std::isfinite(model.phi_min)) throw input_error(source, 0, "phi_min", fmt::format("must be finite, got {}", model.phi_min));
+  if (model.phi_min < 0) throw input_error(source, 0, "phi_min", fmt::format("must be >= 0, got {}", model.phi_min));
+
+  if (model.times.empty()) throw input_error(source, 0, "times", "at least one output time is required (give times or t_max)");
+  for (std::size_t i = 0; i < model.times.size(); ++i) {
+    const double t = model.times[i];
+    if (!std::isfinite(t)) throw input_error(source, 0, "times", fmt::format("must be finite, got {}", t));
+    if (t < 0) throw input_error(source, 0, "times", fmt::format("must be >= 0, got {}", t));
+    if (i > 0 && t <= model.times[i - 1])
+      throw input_error(source, 0, "times", fmt::format("must be strictly ascending, got {} after {}", t, model.times[i - 1]));
+  }
+}
+
+std::uint64_t InitialHistogram::total_cells() const {
+  std::uint64_t total = 0;
+  for (const std::uint64_t count : counts) {
+    // Unsigned wrap-around would silently lose cells; the engine sizes its work from this total.
+    if (count > std::numeric_limits<std::uint64_t>::max() - total)
+      throw input_error(source, 0, "count", "the total number of cells exceeds 2^64 - 1");
+    total += count;
+  }
+  return total;
+}
+
+}  // namespace simkit::prolif

@@ -1,0 +1,272 @@
+// The rest of src/core: atomic output, error messages, backend choice and the SVG plot writer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/cuda_info.hpp"
+#include "core/error.hpp"
+#include "core/output.hpp"
+#include "core/svg.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using simkit::Backend;
+using simkit::UserError;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  return names;
+}
+
+// Runs f, expects a UserError, and returns its message (empty when none was thrown).
+template <class F>
+std::string user_error_message(F f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected a UserError, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected a UserError, nothing was thrown";
+  return {};
+}
+
+// ---- Atomic output ---------------------------------------------------------------------------------
+
+TEST(AtomicFile, CommitWritesTheContentAndLeavesNoTemporary) {
+  simkit::test::TempDir dir;
+  const fs::path target = dir / "result.csv";
+  {
+    simkit::AtomicFile file(target);
+    file.stream() << "a,b\n1,2\n";
+    EXPECT_FALSE(fs::exists(target)) << "the target must not appear before commit()";
+    file.commit();
+  }
+  EXPECT_EQ(slurp(target), "a,b\n1,2\n");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"result.csv"});
+}
+
+TEST(AtomicFile, CommitReplacesAnExistingFile) {
+  simkit::test::TempDir dir;
+  const fs::path target = dir.write("out.txt", "old content that is longer than the new one\n");
+  simkit::write_file_atomic(target, "new\n");
+  EXPECT_EQ(slurp(target), "new\n");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicFile, UncommittedFileLeavesNothingBehind) {
+  simkit::test::TempDir dir;
+  {
+    simkit::AtomicFile file(dir / "never.csv");
+    file.stream() << "partial";
+    EXPECT_EQ(entries(dir.path()).size(), 1U) << "a temporary is being written";
+  }
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
+TEST(AtomicFile, UncommittedFileKeepsAnExistingTarget) {
+  // An interrupted run must not destroy the previous result either.
+  simkit::test::TempDir dir;
+  const fs::path target = dir.write("keep.csv", "previous\n");
+  try {
+    simkit::AtomicFile file(target);
+    file.stream() << "half-written";
+    throw std::runtime_error("simulated failure while writing");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(slurp(target), "previous\n");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"keep.csv"});
+}
+
+TEST(AtomicFile, MissingDirectoryIsAUserErrorNamingThePath) {
+  simkit::test::TempDir dir;
+  const fs::path target = dir / "no-such-dir" / "out.csv";
+  const std::string message = user_error_message([&] { simkit::write_file_atomic(target, "x"); });
+  EXPECT_NE(message.find(target.string()), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(dir / "no-such-dir"));
+  const std::string direct = user_error_message([&] { simkit::AtomicFile file(target); });
+  EXPECT_NE(direct.find(target.string()), std::string::npos) << direct;
+}
+
+TEST(OutputDirectory, CreatesNestedDirectories) {
+  simkit::test::TempDir dir;
+  const fs::path nested = dir / "a" / "b" / "c";
+  simkit::ensure_output_directory(nested);
+  EXPECT_TRUE(fs::is_directory(nested));
+  simkit::ensure_output_directory(nested);  // existing: fine
+  simkit::write_file_atomic(nested / "x.txt", "ok");
+  EXPECT_EQ(slurp(nested / "x.txt"), "ok");
+}
+
+TEST(OutputDirectory, AFileOfThatNameIsAUserError) {
+  simkit::test::TempDir dir;
+  const fs::path file = dir.write("taken", "I am a file\n");
+  const std::string message = user_error_message([&] { simkit::ensure_output_directory(file); });
+  EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("exists"), std::string::npos) << message;
+  // And a file in the middle of the path.
+  const std::string below = user_error_message([&] { simkit::ensure_output_directory(file / "sub"); });
+  EXPECT_NE(below.find((file / "sub").string()), std::string::npos) << below;
+  EXPECT_EQ(slurp(file), "I am a file\n");
+}
+
+// ---- Errors ----------------------------------------------------------------------------------------
+
+TEST(InputError, FormatsFileLineFieldAndProblem) {
+  EXPECT_STREQ(simkit::input_error("f.txt", 12, "sd", "must be >= 0").what(), "f.txt:12: field 'sd': must be >= 0");
+  EXPECT_STREQ(simkit::input_error("f.txt", 0, "sd", "must be >= 0").what(), "f.txt: field 'sd': must be >= 0");
+  EXPECT_STREQ(simkit::input_error("f.txt", 3, "", "expected 4 columns").what(), "f.txt:3: expected 4 columns");
+  EXPECT_STREQ(simkit::input_error("f.txt", 0, "", "empty file").what(), "f.txt: empty file");
+  // A UserError is what the CLI catches for exit code 2.
+  const std::runtime_error& base = simkit::input_error("f.txt", 1, "x", "bad");
+  EXPECT_NE(dynamic_cast<const UserError*>(&base), nullptr);
+  EXPECT_EQ(simkit::kExitUser, 2);
+  EXPECT_EQ(simkit::kExitInternal, 1);
+}
+
+// ---- Backend choice --------------------------------------------------------------------------------
+
+TEST(Backend, ParsesTheFourNames) {
+  EXPECT_EQ(simkit::parse_backend("auto"), Backend::Auto);
+  EXPECT_EQ(simkit::parse_backend("reference"), Backend::Reference);
+  EXPECT_EQ(simkit::parse_backend("cpu"), Backend::Cpu);
+  EXPECT_EQ(simkit::parse_backend("cuda"), Backend::Cuda);
+  for (const Backend b : {Backend::Auto, Backend::Reference, Backend::Cpu, Backend::Cuda}) {
+    EXPECT_EQ(simkit::parse_backend(simkit::to_string(b)), b);
+  }
+}
+
+TEST(Backend, RejectsOtherNamesWithAUserError) {
+  for (const char* bad : {"", "gpu", "CUDA", "Cpu", "cpu ", "openmp", "ref"}) {
+    const std::string message = user_error_message([&] { (void)simkit::parse_backend(bad); });
+    EXPECT_NE(message.find(std::string("'") + bad + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("auto, reference, cpu or cuda"), std::string::npos) << message;
+  }
+}
+
+TEST(Backend, ReferenceAndCpuResolveToThemselves) {
+  EXPECT_EQ(simkit::resolve_backend(Backend::Reference, 0), Backend::Reference);
+  EXPECT_EQ(simkit::resolve_backend(Backend::Cpu, 0), Backend::Cpu);
+  EXPECT_EQ(simkit::resolve_backend(Backend::Cpu, 12345), Backend::Cpu);  // the device does not matter
+}
+
+TEST(Backend, CudaAndAutoFollowTheMachine) {
+  const simkit::CudaStatus status = simkit::cuda_status();
+  std::printf("[ info     ] CUDA built %d, usable %d (%s), %zu device(s)\n", status.built, status.usable,
+              status.reason.c_str(), status.devices.size());
+  if (status.usable) {
+    EXPECT_EQ(simkit::resolve_backend(Backend::Cuda, 0), Backend::Cuda);
+    EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cuda);
+  } else {
+    const std::string message = user_error_message([] { (void)simkit::resolve_backend(Backend::Cuda, 0); });
+    EXPECT_NE(message.find("--backend cuda"), std::string::npos) << message;
+    EXPECT_NE(message.find(status.reason), std::string::npos) << "the reason is given: " << message;
+    EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cpu);
+  }
+  // A device that does not exist: a UserError for Cuda on any machine, and Auto falls back to Cpu.
+  const std::string missing = user_error_message([] { (void)simkit::resolve_backend(Backend::Cuda, 9999); });
+  EXPECT_FALSE(missing.empty());
+  EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 9999), Backend::Cpu);
+  EXPECT_EQ(simkit::resolve_backend(Backend::Auto, -1), Backend::Cpu);
+}
+
+TEST(Backend, DescriptionsAndThreads) {
+  EXPECT_EQ(simkit::device_description(Backend::Reference, 0, 8), "CPU, 1 thread");
+  EXPECT_EQ(simkit::device_description(Backend::Cpu, 0, 3), "CPU, 3 threads");
+  EXPECT_EQ(simkit::effective_threads(5), 5);
+  EXPECT_GE(simkit::effective_threads(0), 1);
+}
+
+// ---- SVG -------------------------------------------------------------------------------------------
+
+simkit::PlotSeries series(std::string label, std::vector<double> x, std::vector<double> y) {
+  simkit::PlotSeries s;
+  s.label = std::move(label);
+  s.x = std::move(x);
+  s.y = std::move(y);
+  return s;
+}
+
+void expect_well_formed(const std::string& svg) {
+  EXPECT_EQ(svg.rfind("<svg", 0), 0U) << svg.substr(0, 80);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos) << "a NaN coordinate was written";
+  EXPECT_EQ(svg.find("inf"), std::string::npos) << "an infinite coordinate was written";
+}
+
+TEST(Svg, ContainsTheSeriesLabelsAndTitle) {
+  simkit::PlotSpec spec;
+  spec.title = "Cell counts";
+  spec.x_label = "time (h)";
+  spec.y_label = "cells";
+  spec.series.push_back(series("simulated", {0, 1, 2, 3}, {1, 2, 4, 8}));
+  auto measured = series("measured <data> & co", {0, 1.5, 3}, {1, 3, 7});
+  measured.band_low = {0.5, 2, 6};
+  measured.band_high = {1.5, 4, 8};
+  measured.dashed = true;
+  measured.color = "#ff7f0e";
+  spec.series.push_back(measured);
+  const std::string svg = simkit::render_svg(spec);
+  expect_well_formed(svg);
+  EXPECT_NE(svg.find("Cell counts"), std::string::npos);
+  EXPECT_NE(svg.find("time (h)"), std::string::npos);
+  EXPECT_NE(svg.find("simulated"), std::string::npos);
+  EXPECT_NE(svg.find("measured &lt;data&gt; &amp; co"), std::string::npos) << "labels are XML-escaped";
+  EXPECT_NE(svg.find("<polygon"), std::string::npos) << "the band is drawn";
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
+}
+
+TEST(Svg, EmptyPlotsDoNotCrash) {
+  simkit::PlotSpec nothing;
+  expect_well_formed(simkit::render_svg(nothing));
+
+  simkit::PlotSpec empty_series;
+  empty_series.series.push_back(series("empty", {}, {}));
+  const std::string svg = simkit::render_svg(empty_series);
+  expect_well_formed(svg);
+  EXPECT_NE(svg.find("empty"), std::string::npos);
+
+  simkit::PlotSpec one_point;
+  one_point.series.push_back(series("single", {5}, {0}));
+  expect_well_formed(simkit::render_svg(one_point));
+}
+
+TEST(Svg, LogAxisSkipsZerosAndNegatives) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  simkit::PlotSpec spec;
+  spec.log_x = true;
+  spec.series.push_back(series("with zeros", {0, -1, 1e-3, 1, 10, 1e4}, {5, 5, 1, 2, kNaN, 3}));
+  spec.series.push_back(series("all zero", {0, 0}, {1, 2}));
+  spec.series.push_back(series("non-finite", {kNaN, kInf, 100}, {1, 1, kInf}));
+  const std::string svg = simkit::render_svg(spec);
+  expect_well_formed(svg);
+  EXPECT_NE(svg.find("with zeros"), std::string::npos);
+  EXPECT_NE(svg.find("1e-3"), std::string::npos) << "decade ticks on the log axis";
+  EXPECT_NE(svg.find("1e4"), std::string::npos);
+
+  simkit::PlotSpec only_zeros;
+  only_zeros.log_x = true;
+  only_zeros.series.push_back(series("zeros", {0, 0, 0}, {0, 0, 0}));
+  expect_well_formed(simkit::render_svg(only_zeros));
+}
+
+}  // namespace

@@ -1,0 +1,65 @@
+#pragma once
+// Helpers shared by the test suites.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace simkit::test {
+
+// ../shared/data (or $SIMKIT_DATA_DIR) when present, else nullopt: tests then GTEST_SKIP().
+std::optional<std::filesystem::path> data_dir();
+
+// A fresh empty directory under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  std::filesystem::path write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The seed of a property test: $SIMKIT_TEST_SEED when set, else `fallback`; printed by the caller.
+std::uint64_t test_seed(std::uint64_t fallback);
+
+// Runs the simkit CLI ($SIMKIT_BIN, or bin/simkit next to the test's directory) with `args`;
+// returns the exit code and captures stdout and stderr.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+CommandResult run_simkit(const std::vector<std::string>& args);
+
+// Two-sided Kolmogorov-Smirnov statistic of `sample` against `cdf`.
+template <class Cdf>
+double ks_statistic(std::vector<double> sample, Cdf cdf);
+
+// Critical value of the KS statistic at significance alpha for n samples (asymptotic).
+double ks_critical(std::size_t n, double alpha);
+
+// True when a CUDA device is usable (for GPU tests to skip with a visible reason).
+bool cuda_usable(std::string* reason = nullptr);
+
+}  // namespace simkit::test
+
+#include <algorithm>
+#include <cmath>
+
+template <class Cdf>
+double simkit::test::ks_statistic(std::vector<double> sample, Cdf cdf) {
+  std::sort(sample.begin(), sample.end());
+  const double n = static_cast<double>(sample.size());
+  double d = 0;
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    const double f = cdf(sample[i]);
+    d = std::max(d, std::max(f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f));
+  }
+  return d;
+}
