@@ -24,7 +24,8 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
       ->check(CLI::IsMember({"auto", "reference", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", o.threads, "CPU threads for the cpu backend (0: all)")->capture_default_str()
+  app.add_option("--threads", o.threads, "CPU threads for the cpu backend (0: all)")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");
   app.add_flag("--json", o.json, "Print the end-of-run summary as one JSON object on one line of stdout");

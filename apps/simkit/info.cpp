@@ -43,23 +43,22 @@ int run_info(bool as_json) {
                          {"multiprocessors", d.multiprocessors},
                          {"l2_bytes", d.l2_bytes}});
     }
-    const nlohmann::json j = {
-        {"version", b.version},
-        {"commit", b.commit},
-        {"build_type", b.build_type},
-        {"compiler", b.compiler},
-        {"openmp", b.openmp},
-        {"cuda_built", b.cuda},
-        {"cuda_compiler", b.cuda ? b.cuda_compiler : ""},
-        {"cuda_architectures", b.cuda ? b.cuda_architectures : ""},
-        {"cpu", cpu_model()},
-        {"cpu_threads", omp_get_max_threads()},
-        {"cuda_runtime", version_string(cuda.runtime_version)},
-        {"cuda_driver", version_string(cuda.driver_version)},
-        {"cuda_usable", cuda.usable},
-        {"cuda_reason", cuda.reason},
-        {"devices", devices},
-        {"backend_auto", backend_auto}};
+    const nlohmann::json j = {{"version", b.version},
+                              {"commit", b.commit},
+                              {"build_type", b.build_type},
+                              {"compiler", b.compiler},
+                              {"openmp", b.openmp},
+                              {"cuda_built", b.cuda},
+                              {"cuda_compiler", b.cuda ? b.cuda_compiler : ""},
+                              {"cuda_architectures", b.cuda ? b.cuda_architectures : ""},
+                              {"cpu", cpu_model()},
+                              {"cpu_threads", omp_get_max_threads()},
+                              {"cuda_runtime", version_string(cuda.runtime_version)},
+                              {"cuda_driver", version_string(cuda.driver_version)},
+                              {"cuda_usable", cuda.usable},
+                              {"cuda_reason", cuda.reason},
+                              {"devices", devices},
+                              {"backend_auto", backend_auto}};
     fmt::print("{}\n", j.dump());
     return 0;
   }

@@ -1,7 +1,7 @@
 // simkit: one binary, one subcommand per engine (GROMACS-style). The CLI parses, calls the
 // library and reports; errors become exit codes: 2 for bad input, 1 for internal failures.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("simkit {} ({})", build_info().version, build_info().commit));
   app.require_subcommand(1);
   app.fallthrough(false);
+  // A bad command line is a user error like any other: one line on stderr, exit code 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("simkit: error: {} (run with --help for usage)\n", e.what());
+  });
 
   cli::Action action;
   cli::add_info_command(app, action);

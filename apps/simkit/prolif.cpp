@@ -45,7 +45,8 @@ int run_simulate(const ProlifArgs& a) {
   if (!a.times.empty()) {
     std::vector<double> times = a.times;
     std::sort(times.begin(), times.end());
-    if (std::adjacent_find(times.begin(), times.end()) != times.end()) throw UserError("--times: a time is given twice");
+    if (std::adjacent_find(times.begin(), times.end()) != times.end())
+      throw UserError("--times: a time is given twice");
     if (!std::isnan(a.t_max) && a.t_max != times.back()) {
       throw UserError(fmt::format("--t-max {} differs from the largest of --times ({})", a.t_max, times.back()));
     }
@@ -76,7 +77,7 @@ int run_simulate(const ProlifArgs& a) {
   std::vector<Model> models(static_cast<std::size_t>(a.replicates), model);
   std::vector<std::uint64_t> seeds;
   for (int r = 0; r < a.replicates; ++r) seeds.push_back(options.seed + static_cast<std::uint64_t>(r));
-  Progress progress("prolif", "runs", a.common.quiet);
+  Progress progress("prolif", "initial cells", a.common.quiet);
   options.progress = [&](double done, double total) { progress.update(done, total); };
   Stopwatch sim_clock;
   report.runs = simulate_batch(initial, models, seeds, options);
@@ -133,20 +134,27 @@ void add_prolif_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<ProlifArgs>();
   sim->add_option("--histogram", a->histogram, "H(0): ProCell text (value count per line) or CSV with header")
       ->required();
-  auto* cfg = sim->add_option("--config", a->config, "Model as TOML ([[population]] tables, phi_min, t_max, start, seed)");
-  auto* types = sim->add_option("--populations", a->populations, "Model as a cuProCell types file (proportion mean sd)");
+  auto* cfg =
+      sim->add_option("--config", a->config, "Model as TOML ([[population]] tables, phi_min, t_max, start, seed)");
+  auto* types =
+      sim->add_option("--populations", a->populations, "Model as a cuProCell types file (proportion mean sd)");
   cfg->excludes(types);
   types->excludes(cfg);
   sim->add_option("--t-max", a->t_max, "Simulated time in hours (default: the model's)");
   sim->add_option("--times", a->times, "Output times in hours, comma-separated; t_max is the largest")->delimiter(',');
-  sim->add_option("--phi-min", a->phi_min, "Fluorescence threshold: cells whose daughters would fall to it or below are discarded");
-  sim->add_option("--start", a->start, "Clock start: sync (every cell at t = 0) or procell-async (ProCell's asynchronous start)");
+  sim->add_option("--phi-min", a->phi_min,
+                  "Fluorescence threshold: cells whose daughters would fall to it or below are discarded");
+  sim->add_option("--start", a->start,
+                  "Clock start: sync (every cell at t = 0) or procell-async (ProCell's asynchronous start)");
   sim->add_option("--seed", a->seed, "Random seed (default: the model's, else 1); replicate r uses seed + r")
       ->each([a](const std::string&) { a->seed_given = true; });
   sim->add_option("--replicates", a->replicates, "Independent runs with seeds S, S+1, ...")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   sim->add_option("--target", a->target, "Target histogram at t_max, for the Hellinger distance and the plot");
-  sim->add_option("--bins", a->bins, "Number of logarithmic bin edges")->check(CLI::Range(2, 100000))->capture_default_str();
+  sim->add_option("--bins", a->bins, "Number of logarithmic bin edges")
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
   sim->add_option("--range", a->range, "Binning range LO HI (default 10 10000)")->expected(2);
   sim->add_option("--out", a->out, "Output directory (histogram.tsv, exact.csv, binned.csv, result.json, plot.svg)")
       ->required();

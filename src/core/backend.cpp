@@ -18,10 +18,14 @@ Backend parse_backend(std::string_view text) {
 
 std::string_view to_string(Backend backend) {
   switch (backend) {
-    case Backend::Auto: return "auto";
-    case Backend::Reference: return "reference";
-    case Backend::Cpu: return "cpu";
-    case Backend::Cuda: return "cuda";
+    case Backend::Auto:
+      return "auto";
+    case Backend::Reference:
+      return "reference";
+    case Backend::Cpu:
+      return "cpu";
+    case Backend::Cuda:
+      return "cuda";
   }
   return "unknown";
 }
@@ -31,7 +35,8 @@ Backend resolve_backend(Backend requested, int device) {
   const CudaStatus status = cuda_status();
   const bool usable = status.usable && device >= 0 && device < static_cast<int>(status.devices.size());
   if (requested == Backend::Auto) return usable ? Backend::Cuda : Backend::Cpu;
-  if (!status.built) throw UserError("--backend cuda: this simkit was built without CUDA support (SIMKIT_CUDA=OFF or no nvcc)");
+  if (!status.built)
+    throw UserError("--backend cuda: this simkit was built without CUDA support (SIMKIT_CUDA=OFF or no nvcc)");
   if (!status.usable) throw UserError(fmt::format("--backend cuda: no usable CUDA device: {}", status.reason));
   if (!usable) {
     throw UserError(fmt::format("--device {}: no such CUDA device; this machine has {} (0..{})", device,

@@ -16,9 +16,9 @@ namespace simkit::cuda {
 
 }  // namespace simkit::cuda
 
-#define SIMKIT_CUDA_CHECK(expr)                                                          \
-  do {                                                                                   \
-    const cudaError_t simkit_err_ = (expr);                                              \
+#define SIMKIT_CUDA_CHECK(expr)                                                                               \
+  do {                                                                                                        \
+    const cudaError_t simkit_err_ = (expr);                                                                   \
     if (simkit_err_ != cudaSuccess) ::simkit::cuda::throw_cuda_error(simkit_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 

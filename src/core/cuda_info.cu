@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "core/cuda_info.hpp"
 
 namespace simkit {
@@ -12,7 +14,8 @@ CudaStatus cuda_status() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    status.reason = cudaGetErrorString(err);
+    status.reason = status.driver_version == 0 ? std::string("no NVIDIA driver (libcuda) on this machine")
+                                               : std::string(cudaGetErrorString(err));
     cudaGetLastError();  // clear the sticky error so later calls start clean
     return status;
   }

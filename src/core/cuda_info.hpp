@@ -16,9 +16,9 @@ struct CudaDevice {
 };
 
 struct CudaStatus {
-  bool built = false;   // this simkit has CUDA backends
-  bool usable = false;  // and at least one device answers
-  std::string reason;   // why not usable
+  bool built = false;       // this simkit has CUDA backends
+  bool usable = false;      // and at least one device answers
+  std::string reason;       // why not usable
   int runtime_version = 0;  // e.g. 13000
   int driver_version = 0;   // 0 when no driver
   std::vector<CudaDevice> devices;

@@ -89,7 +89,8 @@ std::uint64_t sample_binomial(std::uint64_t n, double p, RngStream& rng) {
   if (p >= 1.0) return n;
   const bool flip = p > 0.5;
   const double pp = flip ? 1.0 - p : p;
-  const std::uint64_t k = static_cast<double>(n) * pp < 30.0 ? binomial_inversion(n, pp, rng) : binomial_btrs(n, pp, rng);
+  const std::uint64_t k =
+      static_cast<double>(n) * pp < 30.0 ? binomial_inversion(n, pp, rng) : binomial_btrs(n, pp, rng);
   return flip ? n - k : k;
 }
 

@@ -52,7 +52,7 @@ SIMKIT_HD inline double log(double x) {
   if (x == std::numeric_limits<double>::infinity()) return x;
   int k = 0;
   if (x < 2.2250738585072014e-308) {  // subnormal: scale into the normal range
-    x *= 18014398509481984.0;          // 2^54
+    x *= 18014398509481984.0;         // 2^54
     k = -54;
   }
   const std::uint64_t b = bits_of(x);
@@ -115,8 +115,8 @@ SIMKIT_HD inline double exp(double x) {
 }
 
 namespace detail {
-SIMKIT_HD inline double horner8(double x, double c0, double c1, double c2, double c3, double c4, double c5,
-                                double c6, double c7) {
+SIMKIT_HD inline double horner8(double x, double c0, double c1, double c2, double c3, double c4, double c5, double c6,
+                                double c7) {
   return ((((((c7 * x + c6) * x + c5) * x + c4) * x + c3) * x + c2) * x + c1) * x + c0;
 }
 }  // namespace detail

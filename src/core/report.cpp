@@ -9,8 +9,11 @@
 namespace simkit {
 
 Progress::Progress(std::string label, std::string unit, bool quiet)
-    : label_(std::move(label)), unit_(std::move(unit)), enabled_(!quiet && ::isatty(STDERR_FILENO) == 1),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      enabled_(!quiet && ::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -50,12 +53,9 @@ std::string RunSummary::text() const {
 }
 
 nlohmann::json RunSummary::to_json() const {
-  nlohmann::json j = {{"command", command},
-                      {"wall_seconds", wall_seconds},
-                      {"backend", backend},
-                      {"device", device},
-                      {"throughput", throughput},
-                      {"throughput_unit", throughput_unit + "/s"}};
+  nlohmann::json j = {{"command", command},       {"wall_seconds", wall_seconds},
+                      {"backend", backend},       {"device", device},
+                      {"throughput", throughput}, {"throughput_unit", throughput_unit + "/s"}};
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;
 }

@@ -14,11 +14,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -71,24 +80,27 @@ std::string render_svg(const PlotSpec& spec) {
   if (spec.log_x) {
     for (int d = static_cast<int>(std::ceil(x0)); d <= static_cast<int>(std::floor(x1)); ++d) {
       const double x = left + (d - x0) / (x1 - x0) * w;
-      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">1e{4}</text>\n",
-                         x, top, top + h, top + h + 18, d);
+      out += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+          "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">1e{4}</text>\n",
+          x, top, top + h, top + h + 18, d);
     }
   } else {
     const double step = nice_step(x1 - x0);
     for (double v = std::ceil(x0 / step) * step; v <= x1 + 1e-12 * step; v += step) {
       const double x = left + (v - x0) / (x1 - x0) * w;
-      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
-                         x, top, top + h, top + h + 18, v);
+      out += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+          "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
+          x, top, top + h, top + h + 18, v);
     }
   }
   const double ystep = nice_step(y1);
   for (double v = 0; v <= y1; v += ystep) {
-    out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
-                       left, py(v), left + w, left - 6, py(v) + 4, v);
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+        left, py(v), left + w, left - 6, py(v) + 4, v);
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + w / 2, spec.height - 15,
                      escape(spec.x_label));
@@ -119,10 +131,11 @@ std::string render_svg(const PlotSpec& spec) {
   }
   double ly = top + 16;
   for (const auto& s : spec.series) {
-    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
-                       "<text x=\"{5}\" y=\"{6}\">{7}</text>\n",
-                       left + w - 170, ly, left + w - 145, s.color, s.dashed ? " stroke-dasharray=\"5,3\"" : "",
-                       left + w - 138, ly + 4, escape(s.label));
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
+        "<text x=\"{5}\" y=\"{6}\">{7}</text>\n",
+        left + w - 170, ly, left + w - 145, s.color, s.dashed ? " stroke-dasharray=\"5,3\"" : "", left + w - 138,
+        ly + 4, escape(s.label));
     ly += 18;
   }
   out += "</svg>\n";

@@ -4,12 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "prolif/kernels.hpp"
 
 namespace simkit::prolif::detail::cpu {
 
-WalkStats run(const PreparedRun& run, Result& result, int threads) {
+WalkStats run(const PreparedRun& run, Result& result, int threads, const CellProgress& progress) {
   struct Chunk {
     std::uint32_t segment, first, count;
   };
@@ -24,6 +25,7 @@ WalkStats run(const PreparedRun& run, Result& result, int threads) {
   std::vector<std::vector<std::uint64_t>> partial(static_cast<std::size_t>(nthreads));
   std::vector<WalkStats> stats(static_cast<std::size_t>(nthreads));
   const std::int64_t nchunks = static_cast<std::int64_t>(chunks.size());
+  std::atomic<std::uint64_t> cells_done{0};
   const std::size_t rows = result.rows, generations = result.generations, populations = result.populations;
 
 #pragma omp parallel num_threads(nthreads)
@@ -38,17 +40,19 @@ WalkStats run(const PreparedRun& run, Result& result, int threads) {
       const Segment& s = run.segments[ch.segment];
       const PopulationParams& pop = run.populations[s.population];
       for (std::uint32_t c = 0; c < ch.count; ++c) {
-        const WalkStats st =
-            walk_lineage(run.walk, pop, s.first_cell + ch.first + c, run.max_generation[s.row],
-                         run.depth_limited[s.row] != 0, births, [&](int j, int k) {
-                           ++counts[((static_cast<std::size_t>(j) * rows + s.row) * generations +
-                                     static_cast<std::size_t>(k)) *
-                                        populations +
-                                    s.population];
-                         });
+        const WalkStats st = walk_lineage(
+            run.walk, pop, s.first_cell + ch.first + c, run.max_generation[s.row], run.depth_limited[s.row] != 0,
+            births, [&](int j, int k) {
+              ++counts[((static_cast<std::size_t>(j) * rows + s.row) * generations + static_cast<std::size_t>(k)) *
+                           populations +
+                       s.population];
+            });
         stats[tid].divisions += st.divisions;
         stats[tid].too_deep += st.too_deep;
       }
+      // Progress from the first thread only, counting every thread's finished cells.
+      cells_done.fetch_add(ch.count, std::memory_order_relaxed);
+      if (tid == 0 && progress) progress(cells_done.exchange(0, std::memory_order_relaxed));
     }
   }
   WalkStats total;

@@ -22,12 +22,11 @@ struct Layout {
   unsigned long long rows, generations, populations;
 };
 
-__global__ void __launch_bounds__(kBlock) walk_kernel(const WalkParams walk, const PopulationParams* __restrict__ pops,
-                                                      const std::uint8_t* __restrict__ max_generation,
-                                                      const std::uint8_t* __restrict__ depth_limited,
-                                                      const Segment* __restrict__ tasks, Layout layout,
-                                                      unsigned long long* __restrict__ counts,
-                                                      unsigned long long* __restrict__ stats) {
+__global__ void __launch_bounds__(kBlock)
+    walk_kernel(const WalkParams walk, const PopulationParams* __restrict__ pops,
+                const std::uint8_t* __restrict__ max_generation, const std::uint8_t* __restrict__ depth_limited,
+                const Segment* __restrict__ tasks, Layout layout, unsigned long long* __restrict__ counts,
+                unsigned long long* __restrict__ stats) {
   extern __shared__ unsigned long long table[];  // [num_times][generations]
   const Segment task = tasks[blockIdx.x];
   const int entries = walk.num_times * static_cast<int>(layout.generations);
@@ -58,7 +57,8 @@ __global__ void __launch_bounds__(kBlock) walk_kernel(const WalkParams walk, con
     if (v == 0) continue;
     const unsigned long long j = static_cast<unsigned long long>(e) / layout.generations;
     const unsigned long long k = static_cast<unsigned long long>(e) % layout.generations;
-    atomicAdd(&counts[((j * layout.rows + task.row) * layout.generations + k) * layout.populations + task.population], v);
+    atomicAdd(&counts[((j * layout.rows + task.row) * layout.generations + k) * layout.populations + task.population],
+              v);
   }
 }
 
@@ -78,7 +78,8 @@ std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Res
   for (std::size_t r = 0; r < runs.size(); ++r) offsets[r + 1] = offsets[r] + results[r].counts.size();
   std::vector<unsigned long long> host_counts(offsets.back());
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    std::copy(results[r].counts.begin(), results[r].counts.end(), host_counts.begin() + static_cast<std::ptrdiff_t>(offsets[r]));
+    std::copy(results[r].counts.begin(), results[r].counts.end(),
+              host_counts.begin() + static_cast<std::ptrdiff_t>(offsets[r]));
   }
   DeviceBuffer<unsigned long long> counts;
   counts.upload(host_counts, stream);
@@ -103,7 +104,8 @@ std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Res
     limited[r].upload(run.depth_limited, stream);
     tasks_dev[r].upload(tasks[r], stream);
     const Layout layout{results[r].rows, results[r].generations, results[r].populations};
-    const std::size_t shared = sizeof(unsigned long long) * static_cast<std::size_t>(run.walk.num_times) * results[r].generations;
+    const std::size_t shared =
+        sizeof(unsigned long long) * static_cast<std::size_t>(run.walk.num_times) * results[r].generations;
     walk_kernel<<<static_cast<unsigned>(tasks[r].size()), kBlock, shared, stream>>>(
         run.walk, pops[r].data(), max_gen[r].data(), limited[r].data(), tasks_dev[r].data(), layout,
         counts.data() + offsets[r], stats.data() + 2 * r);

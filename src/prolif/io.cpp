@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -10,7 +11,6 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "core/error.hpp"
@@ -126,7 +126,8 @@ double parse_value(std::string_view token, const std::string& file, std::size_t 
 
 bool ends_with_csv(const fs::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".csv";
 }
 
@@ -143,12 +144,15 @@ struct PopulationLines {
 std::string number_text(double x) { return fmt::format("{}", x); }
 
 void check_proportion(double p, const std::string& file, std::size_t line) {
-  if (!std::isfinite(p)) throw input_error(file, line, "proportion", fmt::format("must be finite, got {}", number_text(p)));
-  if (p < 0 || p > 1) throw input_error(file, line, "proportion", fmt::format("must be in [0, 1], got {}", number_text(p)));
+  if (!std::isfinite(p))
+    throw input_error(file, line, "proportion", fmt::format("must be finite, got {}", number_text(p)));
+  if (p < 0 || p > 1)
+    throw input_error(file, line, "proportion", fmt::format("must be in [0, 1], got {}", number_text(p)));
 }
 
 void check_mean(double mean, const std::string& file, std::size_t line, std::string_view hint = {}) {
-  if (!std::isfinite(mean)) throw input_error(file, line, "mean", fmt::format("must be finite, got {}", number_text(mean)));
+  if (!std::isfinite(mean))
+    throw input_error(file, line, "mean", fmt::format("must be finite, got {}", number_text(mean)));
   if (mean <= 0) throw input_error(file, line, "mean", fmt::format("must be > 0{}, got {}", hint, number_text(mean)));
 }
 
@@ -167,7 +171,8 @@ void check_population_set(const std::vector<Population>& populations, const std:
     const auto& pop = populations[i];
     if (pop.quiescent) {
       if (seen_quiescent)
-        throw input_error(file, lines[i].quiescent, "quiescent", "more than one quiescent population (at most one is allowed)");
+        throw input_error(file, lines[i].quiescent, "quiescent",
+                          "more than one quiescent population (at most one is allowed)");
       seen_quiescent = true;
     }
     if (!names.insert(pop.name).second)
@@ -196,16 +201,26 @@ std::size_t line_of(const toml::key& key, const toml::node& node) {
 
 const char* type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a floating-point number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a floating-point number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
   }
 }
 
@@ -231,7 +246,8 @@ Distribution parse_distribution(const std::string& text, const std::string& file
   if (text == "normal" || text == "truncated-normal") return Distribution::TruncatedNormal;
   if (text == "gamma") return Distribution::Gamma;
   if (text == "lognormal") return Distribution::LogNormal;
-  throw input_error(file, line, "distribution", fmt::format("expected 'normal', 'gamma' or 'lognormal', got '{}'", text));
+  throw input_error(file, line, "distribution",
+                    fmt::format("expected 'normal', 'gamma' or 'lognormal', got '{}'", text));
 }
 
 std::optional<StartMode> start_mode_from(std::string_view text) {
@@ -279,7 +295,8 @@ Population read_toml_population(const toml::table& table, std::size_t table_line
   if (pop.quiescent) {
     // A quiescent population never divides, so division-time parameters would be silently ignored.
     for (auto [node, field] : {std::pair{mean, "mean"}, std::pair{sd, "sd"}, std::pair{distribution, "distribution"}})
-      if (node) throw input_error(file, line_of(*node), field, "not allowed for a quiescent population (it never divides)");
+      if (node)
+        throw input_error(file, line_of(*node), field, "not allowed for a quiescent population (it never divides)");
   } else {
     if (!mean) throw input_error(file, table_line, "mean", "missing (required unless quiescent = true)");
     if (!sd) throw input_error(file, table_line, "sd", "missing (required unless quiescent = true)");
@@ -288,7 +305,8 @@ Population read_toml_population(const toml::table& table, std::size_t table_line
     pop.sd = toml_number(*sd, "sd", file);
     check_sd(pop.sd, file, line_of(*sd));
     if (distribution)
-      pop.distribution = parse_distribution(toml_string(*distribution, "distribution", file), file, line_of(*distribution));
+      pop.distribution =
+          parse_distribution(toml_string(*distribution, "distribution", file), file, line_of(*distribution));
     ++proliferating;
   }
   pop.name = name ? *name : default_name(pop.quiescent, proliferating);
@@ -373,28 +391,33 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
     const std::size_t line = line_of(key, node);
     if (k == "phi_min") {
       const double phi_min = toml_number(node, k, file);
-      if (!std::isfinite(phi_min)) throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(phi_min)));
+      if (!std::isfinite(phi_min))
+        throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(phi_min)));
       if (phi_min < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(phi_min)));
       result.phi_min = phi_min;
     } else if (k == "t_max") {
       const double t_max = toml_number(node, k, file);
-      if (!std::isfinite(t_max)) throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(t_max)));
+      if (!std::isfinite(t_max))
+        throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(t_max)));
       if (t_max < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(t_max)));
       result.t_max = t_max;
       t_max_line = line;
     } else if (k == "times") {
       const auto* array = node.as_array();
-      if (!array) throw input_error(file, line, k, fmt::format("expected an array of numbers, got {}", type_name(node)));
+      if (!array)
+        throw input_error(file, line, k, fmt::format("expected an array of numbers, got {}", type_name(node)));
       if (array->empty()) throw input_error(file, line, k, "must list at least one time");
       std::vector<double> times;
       for (const auto& element : *array) {
         const std::size_t element_line = line_of(element) > 0 ? line_of(element) : line;
         const double t = toml_number(element, k, file);
-        if (!std::isfinite(t)) throw input_error(file, element_line, k, fmt::format("must be finite, got {}", number_text(t)));
+        if (!std::isfinite(t))
+          throw input_error(file, element_line, k, fmt::format("must be finite, got {}", number_text(t)));
         if (t < 0) throw input_error(file, element_line, k, fmt::format("must be >= 0, got {}", number_text(t)));
         if (!times.empty() && t <= times.back())
-          throw input_error(file, element_line, k,
-                            fmt::format("must be strictly ascending, got {} after {}", number_text(t), number_text(times.back())));
+          throw input_error(
+              file, element_line, k,
+              fmt::format("must be strictly ascending, got {} after {}", number_text(t), number_text(times.back())));
         times.push_back(t);
       }
       result.times = std::move(times);
@@ -406,7 +429,8 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
       result.start = *mode;
     } else if (k == "seed") {
       const auto* integer = node.as_integer();
-      if (!integer) throw input_error(file, line, k, fmt::format("expected a non-negative integer, got {}", type_name(node)));
+      if (!integer)
+        throw input_error(file, line, k, fmt::format("expected a non-negative integer, got {}", type_name(node)));
       if (integer->get() < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", integer->get()));
       result.seed = static_cast<std::uint64_t>(integer->get());
     } else if (k == "population") {
@@ -426,7 +450,8 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
   for (const auto& element : *populations) {
     PopulationLines pop_lines;
     const std::size_t table_line = line_of(element) > 0 ? line_of(element) : populations_line;
-    result.model.populations.push_back(read_toml_population(*element.as_table(), table_line, proliferating, file, pop_lines));
+    result.model.populations.push_back(
+        read_toml_population(*element.as_table(), table_line, proliferating, file, pop_lines));
     lines.push_back(pop_lines);
   }
   check_population_set(result.model.populations, lines, file);
@@ -458,7 +483,8 @@ ModelFile read_types_file(const std::filesystem::path& path) {
     const auto tokens = split_whitespace(text);
     if (tokens.size() < 3)
       throw input_error(file, line, kFields[tokens.size()], "missing (expected 'proportion mean sd')");
-    if (tokens.size() > 3) throw input_error(file, line, "sd", fmt::format("unexpected text after the sd: '{}'", tokens[3]));
+    if (tokens.size() > 3)
+      throw input_error(file, line, "sd", fmt::format("unexpected text after the sd: '{}'", tokens[3]));
     double numbers[3] = {};
     for (std::size_t i = 0; i < 3; ++i) {
       const auto x = parse_double(tokens[i]);
@@ -497,17 +523,22 @@ StartMode parse_start_mode(const std::string& text, const std::string& what) {
 
 std::string to_string(StartMode mode) {
   switch (mode) {
-    case StartMode::Sync: return "sync";
-    case StartMode::ProcellAsync: return "procell-async";
+    case StartMode::Sync:
+      return "sync";
+    case StartMode::ProcellAsync:
+      return "procell-async";
   }
   return "unknown";
 }
 
 std::string to_string(Distribution distribution) {
   switch (distribution) {
-    case Distribution::TruncatedNormal: return "normal";
-    case Distribution::Gamma: return "gamma";
-    case Distribution::LogNormal: return "lognormal";
+    case Distribution::TruncatedNormal:
+      return "normal";
+    case Distribution::Gamma:
+      return "gamma";
+    case Distribution::LogNormal:
+      return "lognormal";
   }
   return "unknown";
 }

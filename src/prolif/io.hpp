@@ -21,8 +21,8 @@ InitialHistogram read_histogram(const std::filesystem::path& path);
 
 // What a model file gives; the command line overrides any of it.
 struct ModelFile {
-  Model model;                       // populations always; phi_min/times/start if given
-  std::optional<double> phi_min;     // set when the file gave it
+  Model model;                    // populations always; phi_min/times/start if given
+  std::optional<double> phi_min;  // set when the file gave it
   std::optional<double> t_max;
   std::optional<std::vector<double>> times;
   std::optional<StartMode> start;

@@ -18,10 +18,10 @@ inline constexpr int kMaxGenerationsDevice = 62;  // heap index < 2^63
 inline constexpr int kMaxTimes = 64;              // output times per run
 
 enum Purpose : std::uint32_t {
-  kDivisionTime = 0,  // every cell: its own division time
-  kAsyncFraction = 1, // initial cells, procell-async: U in t0 = U * X
-  kAsyncClock = 2,    // initial cells, procell-async: X, a division time of the population
-  kRowSplit = 3,      // per H(0) row (heap index 0, never a cell): population counts
+  kDivisionTime = 0,   // every cell: its own division time
+  kAsyncFraction = 1,  // initial cells, procell-async: U in t0 = U * X
+  kAsyncClock = 2,     // initial cells, procell-async: X, a division time of the population
+  kRowSplit = 3,       // per H(0) row (heap index 0, never a cell): population counts
 };
 
 SIMKIT_HD inline RngStream lineage_stream(std::uint64_t seed, std::uint32_t cell, std::uint64_t heap,
@@ -43,11 +43,16 @@ struct PopulationParams {
 
   SIMKIT_HD double division_time(RngStream& rng) const {
     switch (kind) {
-      case Kind::Normal: return normal.sample(rng);
-      case Kind::Gamma: return gamma.sample(rng);
-      case Kind::LogNormal: return lognormal.sample(rng);
-      case Kind::Fixed: return fixed;
-      default: return 0.0;
+      case Kind::Normal:
+        return normal.sample(rng);
+      case Kind::Gamma:
+        return gamma.sample(rng);
+      case Kind::LogNormal:
+        return lognormal.sample(rng);
+      case Kind::Fixed:
+        return fixed;
+      default:
+        return 0.0;
     }
   }
 };
@@ -80,8 +85,8 @@ SIMKIT_HD inline double first_division(const WalkParams& w, const PopulationPara
 }
 
 struct WalkStats {
-  std::uint64_t divisions = 0;     // division events at or before t_max
-  std::uint64_t too_deep = 0;      // divisions whose daughters would exceed the generation limit
+  std::uint64_t divisions = 0;  // division events at or before t_max
+  std::uint64_t too_deep = 0;   // divisions whose daughters would exceed the generation limit
 };
 
 // Walks the whole lineage of one proliferating initial cell depth-first, without recursion:
@@ -113,7 +118,11 @@ SIMKIT_HD WalkStats walk_lineage(const WalkParams& w, const PopulationParams& po
         division = birth + division_time(w, pop, cell, heap);
         continue;
       }
-      if (depth_limited) ++stats.too_deep;
+      if (depth_limited) {
+        // The run is rejected (check_stats); walking on would visit up to 2^62 cells first.
+        ++stats.too_deep;
+        return stats;
+      }
     }
     // Next node: climb while this is a second daughter; the root (heap 1) ends the walk.
     while (heap & 1u) {

@@ -41,7 +41,8 @@ struct InitialHistogram {
 };
 
 // Counts of existing cells per (output time, H(0) row, generation, population): a cell of
-// generation k from row i has fluorescence values[i] / 2^k. Dense, index ((t*rows + i)*generations + k)*populations + p.
+// generation k from row i has fluorescence values[i] / 2^k. Dense, index ((t*rows + i)*generations + k)*populations +
+// p.
 struct Result {
   std::size_t times = 0, rows = 0, generations = 0, populations = 0;
   std::vector<std::uint64_t> counts;

@@ -3,18 +3,19 @@
 
 namespace simkit::prolif::detail::reference {
 
-WalkStats run(const PreparedRun& run, Result& result) {
+WalkStats run(const PreparedRun& run, Result& result, const CellProgress& progress) {
   WalkStats total;
   double births[kMaxGenerationsDevice + 1];
   for (const Segment& s : run.segments) {
     const PopulationParams& pop = run.populations[s.population];
     for (std::uint32_t c = 0; c < s.count; ++c) {
-      const WalkStats st = walk_lineage(run.walk, pop, s.first_cell + c, run.max_generation[s.row],
-                                        run.depth_limited[s.row] != 0, births,
-                                        [&](int j, int k) { ++result.at(j, s.row, k, s.population); });
+      const WalkStats st =
+          walk_lineage(run.walk, pop, s.first_cell + c, run.max_generation[s.row], run.depth_limited[s.row] != 0,
+                       births, [&](int j, int k) { ++result.at(j, s.row, k, s.population); });
       total.divisions += st.divisions;
       total.too_deep += st.too_deep;
     }
+    if (progress) progress(s.count);
   }
   return total;
 }

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/distributions.hpp"
 #include "core/error.hpp"
 #include "prolif/kernels.hpp"
-#include "core/distributions.hpp"
 
 namespace simkit::prolif {
 
@@ -98,7 +98,9 @@ PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std
     const std::vector<std::uint64_t> split = sample_multinomial(initial.counts[i], proportions, rng);
     for (std::size_t p = 0; p < split.size(); ++p) {
       if (split[p] == 0) continue;
-      if (model.populations[p].quiescent) {
+      // Quiescent cells never divide; with t_max = 0 no cell can (division times are > 0 and
+      // every clock starts at or after 0): both are counted here, with no lineage to walk.
+      if (model.populations[p].quiescent || model.t_max() <= 0.0) {
         for (std::size_t j = 0; j < result.times; ++j) result.at(j, i, 0, p) += split[p];
       } else {
         run.segments.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(p),
@@ -113,10 +115,10 @@ PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std
 
 void check_stats(const WalkStats& stats) {
   if (stats.too_deep > 0) {
-    throw UserError(fmt::format(
-        "a lineage went past {} generations ({} divisions): simkit follows at most {} generations; raise "
-        "--phi-min or lower --t-max",
-        kMaxGenerationsDevice, stats.too_deep, kMaxGenerationsDevice));
+    throw UserError(
+        fmt::format("a lineage went past {} generations ({} divisions): simkit follows at most {} generations; raise "
+                    "--phi-min or lower --t-max",
+                    kMaxGenerationsDevice, stats.too_deep, kMaxGenerationsDevice));
   }
 }
 
@@ -128,8 +130,8 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   if (initial.values.size() != initial.counts.size()) throw InternalError("simulate_batch: malformed histogram");
   const std::uint64_t cells = initial.total_cells();
   if (cells >= (std::uint64_t{1} << 32)) {
-    throw UserError(fmt::format("{}: {} initial cells; simkit handles fewer than 2^32 (4.29e9) per run",
-                                initial.source, cells));
+    throw UserError(
+        fmt::format("{}: {} initial cells; simkit handles fewer than 2^32 (4.29e9) per run", initial.source, cells));
   }
   if (initial.values.size() >= (std::size_t{1} << 32)) throw UserError(initial.source + ": too many rows");
   for (const Model& m : models) validate(m, "model");
@@ -138,7 +140,8 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   std::vector<Result> results(models.size());
   std::vector<detail::PreparedRun> runs;
   runs.reserve(models.size());
-  for (std::size_t r = 0; r < models.size(); ++r) runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
+  for (std::size_t r = 0; r < models.size(); ++r)
+    runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
 
   if (backend == Backend::Cuda) {
     const std::vector<detail::WalkStats> stats = detail::cuda::run(runs, results, options.device);
@@ -148,13 +151,19 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
     }
     return results;
   }
+  // Progress in initial cells walked, over all runs.
+  double total_cells = 0, done_cells = 0;
+  for (const auto& run : runs) total_cells += static_cast<double>(run.proliferating_cells);
+  const detail::CellProgress progress = [&](std::uint64_t walked) {
+    done_cells += static_cast<double>(walked);
+    if (options.progress) options.progress(done_cells, total_cells);
+  };
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const detail::WalkStats stats = backend == Backend::Reference
-                                        ? detail::reference::run(runs[r], results[r])
-                                        : detail::cpu::run(runs[r], results[r], options.threads);
+                                        ? detail::reference::run(runs[r], results[r], progress)
+                                        : detail::cpu::run(runs[r], results[r], options.threads, progress);
     detail::check_stats(stats);
     results[r].divisions = stats.divisions;
-    if (options.progress) options.progress(static_cast<double>(r + 1), static_cast<double>(runs.size()));
   }
   return results;
 }

@@ -44,18 +44,22 @@ void validate(const Model& model, const std::string& source) {
     sum += pop.proportion;
   }
   if (std::abs(sum - 1.0) > 1e-6)
-    throw input_error(source, 0, "proportion", fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
+    throw input_error(source, 0, "proportion",
+                      fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
 
-  if (!std::isfinite(model.phi_min)) throw input_error(source, 0, "phi_min", fmt::format("must be finite, got {}", model.phi_min));
+  if (!std::isfinite(model.phi_min))
+    throw input_error(source, 0, "phi_min", fmt::format("must be finite, got {}", model.phi_min));
   if (model.phi_min < 0) throw input_error(source, 0, "phi_min", fmt::format("must be >= 0, got {}", model.phi_min));
 
-  if (model.times.empty()) throw input_error(source, 0, "times", "at least one output time is required (give times or t_max)");
+  if (model.times.empty())
+    throw input_error(source, 0, "times", "at least one output time is required (give times or t_max)");
   for (std::size_t i = 0; i < model.times.size(); ++i) {
     const double t = model.times[i];
     if (!std::isfinite(t)) throw input_error(source, 0, "times", fmt::format("must be finite, got {}", t));
     if (t < 0) throw input_error(source, 0, "times", fmt::format("must be >= 0, got {}", t));
     if (i > 0 && t <= model.times[i - 1])
-      throw input_error(source, 0, "times", fmt::format("must be strictly ascending, got {} after {}", t, model.times[i - 1]));
+      throw input_error(source, 0, "times",
+                        fmt::format("must be strictly ascending, got {} after {}", t, model.times[i - 1]));
   }
 }
 

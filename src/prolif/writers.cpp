@@ -11,7 +11,9 @@ namespace simkit::prolif {
 
 namespace {
 
-nlohmann::json number_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json number_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 // One run's facts at output time t.
 nlohmann::json time_entry(const Report& r, const Result& run, std::size_t t, bool with_target) {
@@ -69,16 +71,17 @@ nlohmann::json result_json(const Report& r) {
       }
       runs.push_back(std::move(e));
     }
-    nlohmann::json entry = {{"t", r.model.times[t]},
-                            {"total", mean_of(totals)},
-                            {"total_p05", percentile(totals, 5)},
-                            {"total_p95", percentile(totals, 95)},
-                            {"by_generation", by_gen},
-                            {"by_population", by_pop},
-                            {"overflow", mean_of(overflow)},
-                            {"hellinger", hel.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean_of(hel))},
-                            {"hellinger_normalized", heln.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean_of(heln))},
-                            {"runs", runs}};
+    nlohmann::json entry = {
+        {"t", r.model.times[t]},
+        {"total", mean_of(totals)},
+        {"total_p05", percentile(totals, 5)},
+        {"total_p95", percentile(totals, 95)},
+        {"by_generation", by_gen},
+        {"by_population", by_pop},
+        {"overflow", mean_of(overflow)},
+        {"hellinger", hel.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean_of(hel))},
+        {"hellinger_normalized", heln.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean_of(heln))},
+        {"runs", runs}};
     times.push_back(std::move(entry));
   }
   std::uint64_t divisions = 0;
@@ -102,7 +105,8 @@ void write_outputs(const std::filesystem::path& dir, const Report& r) {
   const std::size_t last = r.model.times.size() - 1;
 
   std::string tsv;
-  for (const auto& [value, count] : exact_histogram(first, r.initial, last)) tsv += fmt::format("{}\t{}\n", value, count);
+  for (const auto& [value, count] : exact_histogram(first, r.initial, last))
+    tsv += fmt::format("{}\t{}\n", value, count);
 
   std::string exact = "t,value,generation,population,count\n";
   for (std::size_t t = 0; t < first.times; ++t)
@@ -110,8 +114,9 @@ void write_outputs(const std::filesystem::path& dir, const Report& r) {
       for (std::size_t k = 0; k < first.generations; ++k)
         for (std::size_t p = 0; p < first.populations; ++p)
           if (const auto c = first.at(t, i, k, p); c > 0)
-            exact += fmt::format("{},{},{},{},{}\n", r.model.times[t], std::ldexp(r.initial.values[i], -static_cast<int>(k)),
-                                 k, r.model.populations[p].name, c);
+            exact +=
+                fmt::format("{},{},{},{},{}\n", r.model.times[t], std::ldexp(r.initial.values[i], -static_cast<int>(k)),
+                            k, r.model.populations[p].name, c);
 
   const std::vector<double> edges = r.binning.edges();
   std::optional<Binned> target_binned;
@@ -121,7 +126,8 @@ void write_outputs(const std::filesystem::path& dir, const Report& r) {
   binned += target_binned ? ",target\n" : "\n";
 
   PlotSpec plot;
-  plot.title = fmt::format("prolif: {} initial cells, {} run{}", r.initial.total_cells(), r.runs.size(), replicates ? "s" : "");
+  plot.title =
+      fmt::format("prolif: {} initial cells, {} run{}", r.initial.total_cells(), r.runs.size(), replicates ? "s" : "");
   plot.x_label = "fluorescence";
   plot.y_label = "fraction of cells per bin";
   plot.log_x = true;

@@ -15,7 +15,7 @@ namespace simkit::prolif {
 struct Report {
   InitialHistogram initial;
   Model model;
-  std::vector<Result> runs;  // replicates; runs[0] is the first (seed S)
+  std::vector<Result> runs;                // replicates; runs[0] is the first (seed S)
   std::optional<InitialHistogram> target;  // compared at t_max
   Binning binning;
   std::string backend, device;

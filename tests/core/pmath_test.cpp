@@ -77,8 +77,8 @@ void expect_within_ulp(const std::vector<double>& inputs, F f, Ref ref, std::uin
   }
   std::printf("[ info     ] %s: worst %llu ulp at x = %a over %zu inputs\n", name,
               static_cast<unsigned long long>(worst), worst_x, inputs.size());
-  EXPECT_LE(worst, bound) << name << " at x = " << std::hexfloat << worst_x << std::defaultfloat << " ("
-                          << worst_x << "): got " << f(worst_x) << ", libm " << ref(worst_x);
+  EXPECT_LE(worst, bound) << name << " at x = " << std::hexfloat << worst_x << std::defaultfloat << " (" << worst_x
+                          << "): got " << f(worst_x) << ", libm " << ref(worst_x);
 }
 
 double std_log(double x) { return std::log(x); }
@@ -95,8 +95,13 @@ TEST(PmathLog, RandomBitPatternsAcrossTheWholeRange) {
 
 TEST(PmathLog, Subnormals) {
   std::mt19937_64 gen(announce_seed("PmathLog.Subnormals", 102));
-  std::vector<double> xs = {kDenormMin, 2 * kDenormMin, 3 * kDenormMin, kMinNormal - kDenormMin,
-                            std::nextafter(kMinNormal, 0.0), kMinNormal, std::nextafter(kMinNormal, 1.0)};
+  std::vector<double> xs = {kDenormMin,
+                            2 * kDenormMin,
+                            3 * kDenormMin,
+                            kMinNormal - kDenormMin,
+                            std::nextafter(kMinNormal, 0.0),
+                            kMinNormal,
+                            std::nextafter(kMinNormal, 1.0)};
   for (int i = 0; i < (1 << 18); ++i) {
     const std::uint64_t mantissa = gen() & 0x000fffffffffffffULL;
     // Also vary the number of leading zero bits so that every subnormal binade is hit.
@@ -110,16 +115,22 @@ TEST(PmathLog, NearOneKeepsRelativeAccuracy) {
   // log(1 + e) ~ e: the result is small, so only relative accuracy near 1 is a fair test.
   std::mt19937_64 gen(announce_seed("PmathLog.NearOne", 103));
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  std::vector<double> xs = {1.0, std::nextafter(1.0, 2.0), std::nextafter(1.0, 0.0), 0.7071067811865475,
-                            0.7071067811865476, 1.4142135623730951, 1.4142135623730950, 0.5, 2.0};
+  std::vector<double> xs = {1.0,
+                            std::nextafter(1.0, 2.0),
+                            std::nextafter(1.0, 0.0),
+                            0.7071067811865475,
+                            0.7071067811865476,
+                            1.4142135623730951,
+                            1.4142135623730950,
+                            0.5,
+                            2.0};
   for (int i = 0; i < (1 << 20); ++i) xs.push_back(1.0 + std::ldexp(unit(gen), -static_cast<int>(gen() % 53)));
   expect_within_ulp(xs, p_log, std_log, kLogMaxUlp, "log (near 1)");
   EXPECT_EQ(pmath::log(1.0), 0.0);
 }
 
 TEST(PmathLog, PowersOfTwoAndExtremes) {
-  std::vector<double> xs = {kDenormMin, kMinNormal, kMax, std::nextafter(kMax, 0.0), 1e-300, 1e300,
-                            1e-310, 1e308};
+  std::vector<double> xs = {kDenormMin, kMinNormal, kMax, std::nextafter(kMax, 0.0), 1e-300, 1e300, 1e-310, 1e308};
   for (int k = -1074; k <= 1023; ++k) {
     const double p = std::ldexp(1.0, k);
     xs.insert(xs.end(), {p, std::nextafter(p, 0.0), std::nextafter(p, kInf)});
@@ -155,9 +166,25 @@ TEST(PmathExp, RandomInputsAcrossTheWholeRange) {
 
 TEST(PmathExp, ReductionBoundariesAndExtremes) {
   // Near multiples of ln2/2 the reduction switches k; near +-709/745 the result over/underflows.
-  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 709.0, 709.78, 709.782712893384, -708.3964185322641,
-                            -708.4, -744.44007192138126, -745.0, -745.1332191019411, -745.1332191019412,
-                            1e-300, -1e-300, kDenormMin, -kDenormMin, 5e-17, -5e-17};
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            709.0,
+                            709.78,
+                            709.782712893384,
+                            -708.3964185322641,
+                            -708.4,
+                            -744.44007192138126,
+                            -745.0,
+                            -745.1332191019411,
+                            -745.1332191019412,
+                            1e-300,
+                            -1e-300,
+                            kDenormMin,
+                            -kDenormMin,
+                            5e-17,
+                            -5e-17};
   for (int k = -2150; k <= 2048; ++k) {
     const double centre = k * 0.34657359027997264;  // k * ln2 / 2
     if (centre < -745.2 || centre > 709.78) continue;
@@ -212,10 +239,10 @@ constexpr double kQuantileTolerance = 1e-14;
   const long double kappa = std::fabs(static_cast<long double>(x)) * phi_pdf(x) / lt;
   const long double allowed = kQuantileTolerance * (kappa > 1.0L ? kappa : 1.0L);
   if (relative <= allowed) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << std::hexfloat << (upper ? "q = " : "p = ") << t << std::defaultfloat
-                                       << " (" << t << "): x = " << x << ", Phi gives back "
-                                       << static_cast<double>(achieved) << ", relative error "
-                                       << static_cast<double>(relative) << " > " << static_cast<double>(allowed);
+  return ::testing::AssertionFailure() << std::hexfloat << (upper ? "q = " : "p = ") << t << std::defaultfloat << " ("
+                                       << t << "): x = " << x << ", Phi gives back " << static_cast<double>(achieved)
+                                       << ", relative error " << static_cast<double>(relative) << " > "
+                                       << static_cast<double>(allowed);
 }
 
 TEST(PmathNormalQuantile, InvertsPhiToWithin1e14) {
@@ -240,9 +267,20 @@ TEST(PmathNormalQuantile, InvertsPhiToWithin1e14) {
 
 TEST(PmathNormalQuantile, BranchBoundaries) {
   // Central branch for |p - 0.5| <= 0.425; tail branches split at r = sqrt(-log p) = 5.
-  std::vector<double> ts = {0.5, 0.075, 0.07500000000000001, 0.07499999999999999, std::exp(-25.0),
-                            std::nextafter(std::exp(-25.0), 0.0), std::nextafter(std::exp(-25.0), 1.0), 1e-300,
-                            1e-310, kDenormMin, 1e-16, 1e-100, 0.25, 0.4999999999999999};
+  std::vector<double> ts = {0.5,
+                            0.075,
+                            0.07500000000000001,
+                            0.07499999999999999,
+                            std::exp(-25.0),
+                            std::nextafter(std::exp(-25.0), 0.0),
+                            std::nextafter(std::exp(-25.0), 1.0),
+                            1e-300,
+                            1e-310,
+                            kDenormMin,
+                            1e-16,
+                            1e-100,
+                            0.25,
+                            0.4999999999999999};
   for (const double t : ts) {
     EXPECT_TRUE(quantile_accurate(t, false));
     EXPECT_TRUE(quantile_accurate(t, true));

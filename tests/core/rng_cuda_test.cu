@@ -43,11 +43,11 @@ Samplers make_samplers() {
   s.truncated[3] = simkit::make_truncated_normal(10.0, 2.0, 9.0);
   s.truncated[4] = simkit::make_truncated_normal(5.0, 1.0, -2.0);
   s.truncated[5] = simkit::make_truncated_normal(42.0, 0.0);  // sigma 0: exactly mu
-  s.gamma[0] = simkit::make_gamma(20.0, 5.0);                  // shape 16
-  s.gamma[1] = simkit::make_gamma(63.7, 28.9);                 // shape 4.86
-  s.gamma[2] = simkit::make_gamma(3.0, 3.0);                   // shape 1
-  s.gamma[3] = simkit::make_gamma(1.0, 2.0);                   // shape 0.25
-  s.gamma[4] = simkit::make_gamma(2.0, 6.0);                   // shape 1/9
+  s.gamma[0] = simkit::make_gamma(20.0, 5.0);                 // shape 16
+  s.gamma[1] = simkit::make_gamma(63.7, 28.9);                // shape 4.86
+  s.gamma[2] = simkit::make_gamma(3.0, 3.0);                  // shape 1
+  s.gamma[3] = simkit::make_gamma(1.0, 2.0);                  // shape 0.25
+  s.gamma[4] = simkit::make_gamma(2.0, 6.0);                  // shape 1/9
   s.lognormal[0] = simkit::make_lognormal(63.7, 28.9);
   s.lognormal[1] = simkit::make_lognormal(10.0, 30.0);
   return s;
@@ -148,8 +148,8 @@ TEST(RngCuda, WordsUniformsNormalsAndSamplersMatchTheHostBitForBit) {
     if (++word_mismatches <= 5) {
       const Case& c = cases[i / kWords];
       ADD_FAILURE() << "word " << i % kWords << " of seed " << c.seed << ", stream (" << c.id.a << ", " << c.id.b
-                    << ", " << c.id.c << "), first draw " << c.first_draw << ": device " << device_words[i]
-                    << ", host " << host_words[i];
+                    << ", " << c.id.c << "), first draw " << c.first_draw << ": device " << device_words[i] << ", host "
+                    << host_words[i];
     }
   }
   for (std::size_t i = 0; i < n * kValues; ++i) {
@@ -181,10 +181,22 @@ TEST(RngCuda, PmathAndInversionSamplersMatchTheHostBitForBit) {
 
   std::vector<double> xs, ys, ps, qs;
   // Special values first (p stays in (0, 1]: it is also fed to the inversion samplers as u).
-  const double special_x[] = {0.0, -0.0, -1.0, kInf, -kInf, kNaN, kDenormMin, 1.0, 2.0, 0.5, 1e-310, 1.7976931348623157e308};
-  const double special_y[] = {0.0, -0.0, kInf, -kInf, kNaN, 709.782712893384, 710.0, -745.1332191019412, -746.0, 1e-300, -708.5, 1.0};
-  const double special_p[] = {0.5, 0.075, 0.925, 1e-300, kDenormMin, 1.0 / 9007199254740992.0,
-                              1.0 - 1.0 / 9007199254740992.0, 1.3887943864964021e-11, 0.25, 0.999, 1e-16, 0.5};
+  const double special_x[] = {0.0,        -0.0, -1.0, kInf, -kInf,  kNaN,
+                              kDenormMin, 1.0,  2.0,  0.5,  1e-310, 1.7976931348623157e308};
+  const double special_y[] = {0.0,    -0.0,   kInf,   -kInf, kNaN, 709.782712893384, 710.0, -745.1332191019412,
+                              -746.0, 1e-300, -708.5, 1.0};
+  const double special_p[] = {0.5,
+                              0.075,
+                              0.925,
+                              1e-300,
+                              kDenormMin,
+                              1.0 / 9007199254740992.0,
+                              1.0 - 1.0 / 9007199254740992.0,
+                              1.3887943864964021e-11,
+                              0.25,
+                              0.999,
+                              1e-16,
+                              0.5};
   for (int i = 0; i < 12; ++i) {
     xs.push_back(special_x[i]);
     ys.push_back(special_y[i]);
@@ -223,9 +235,9 @@ TEST(RngCuda, PmathAndInversionSamplersMatchTheHostBitForBit) {
   std::vector<double> host_out(n * kMath);
   for (std::size_t i = 0; i < n; ++i) evaluate(xs[i], ys[i], ps[i], qs[i], samplers, &host_out[i * kMath]);
 
-  const char* names[kMath] = {"log(x)", "exp(y)", "normal_quantile(p, q)", "truncated[0](p)", "truncated[1](p)",
-                              "truncated[2](p)", "truncated[3](p)", "truncated[4](p)", "truncated[5](p)",
-                              "lognormal[0](p)", "lognormal[1](p)"};
+  const char* names[kMath] = {"log(x)",          "exp(y)",          "normal_quantile(p, q)", "truncated[0](p)",
+                              "truncated[1](p)", "truncated[2](p)", "truncated[3](p)",       "truncated[4](p)",
+                              "truncated[5](p)", "lognormal[0](p)", "lognormal[1](p)"};
   std::size_t mismatches = 0;
   for (std::size_t i = 0; i < n * kMath; ++i) {
     if (bits_of(device_out[i]) == bits_of(host_out[i])) continue;

@@ -214,7 +214,7 @@ TEST(RngStream, DifferentSeedsAndStreamIdsGiveDifferentStreams) {
     ++made;
   };
   for (std::uint32_t i = 0; i < 512; ++i) {
-    add(seed + i, StreamId{0, 0, 0});                         // low seed word
+    add(seed + i, StreamId{0, 0, 0});                             // low seed word
     add(seed + (std::uint64_t{i + 1} << 32), StreamId{0, 0, 0});  // high seed word
     add(seed, StreamId{i + 1, 0, 0});
     add(seed, StreamId{0, i + 1, 0});
@@ -268,7 +268,8 @@ TEST(RngStream, UniformMomentsAndKs) {
   const auto xs = draw(n, seed, StreamId{22, 0, 0}, [](RngStream& r) { return r.uniform(); });
   // U(0,1): mean 1/2, variance 1/12, fourth central moment 1/80.
   expect_moments(xs, 0.5, 1.0 / 12.0, 1.0 / 80.0, "uniform");
-  expect_ks(std::vector<double>(xs.begin(), xs.begin() + kKsSamples), [](double x) { return x; }, "uniform");
+  expect_ks(
+      std::vector<double>(xs.begin(), xs.begin() + kKsSamples), [](double x) { return x; }, "uniform");
   // Lag-1 correlation within a stream: zero, standard error 1/sqrt(n) (scaled by the variance).
   long double c = 0;
   for (std::size_t i = 0; i + 1 < n; ++i) c += (xs[i] - 0.5) * (xs[i + 1] - 0.5);
@@ -286,8 +287,10 @@ TEST(RngStream, UniformAcrossStreamsAndSeeds) {
     neighbour[i] = RngStream(seed, StreamId::from64(i + 1)).uniform();
     by_seed[i] = RngStream(seed + i, StreamId{0, 0, 0}).uniform();
   }
-  expect_ks(by_stream, [](double x) { return x; }, "uniform, draw 0 of stream ids 0..n-1");
-  expect_ks(by_seed, [](double x) { return x; }, "uniform, draw 0 of seeds s..s+n-1");
+  expect_ks(
+      by_stream, [](double x) { return x; }, "uniform, draw 0 of stream ids 0..n-1");
+  expect_ks(
+      by_seed, [](double x) { return x; }, "uniform, draw 0 of seeds s..s+n-1");
   long double c = 0;
   for (std::size_t i = 0; i < kKsSamples; ++i) c += (by_stream[i] - 0.5) * (neighbour[i] - 0.5);
   const double corr = static_cast<double>(c / static_cast<long double>(kKsSamples)) * 12.0;
@@ -417,12 +420,12 @@ struct MeanSd {
 };
 
 const MeanSd kGammaCases[] = {
-    {20.0, 5.0},    // shape 16
-    {63.7, 28.9},   // shape 4.86 (ProCell's division time as a gamma)
-    {10.0, 8.0},    // shape 1.5625
-    {3.0, 3.0},     // shape 1: exponential
-    {1.0, 2.0},     // shape 0.25
-    {2.0, 6.0},     // shape 1/9: most of the mass near 0
+    {20.0, 5.0},   // shape 16
+    {63.7, 28.9},  // shape 4.86 (ProCell's division time as a gamma)
+    {10.0, 8.0},   // shape 1.5625
+    {3.0, 3.0},    // shape 1: exponential
+    {1.0, 2.0},    // shape 0.25
+    {2.0, 6.0},    // shape 1/9: most of the mass near 0
 };
 
 std::string describe_gamma(const MeanSd& c, const simkit::Gamma& g) {
@@ -455,7 +458,8 @@ TEST(Gamma, KsAgainstTheExactCdf) {
     const auto xs = draw(kKsSamples, seed, StreamId{41, index++, 0}, [&](RngStream& r) { return g.sample(r); });
     for (const double x : xs) ASSERT_TRUE(x > 0.0 && std::isfinite(x)) << describe_gamma(c, g) << ": " << x;
     const double shape = (c.mean / c.sd) * (c.mean / c.sd), scale = c.sd * c.sd / c.mean;
-    expect_ks(xs, [&](double x) { return gamma_p(shape, x / scale); }, describe_gamma(c, g));
+    expect_ks(
+        xs, [&](double x) { return gamma_p(shape, x / scale); }, describe_gamma(c, g));
   }
 }
 
@@ -464,7 +468,8 @@ TEST(Gamma, ExactMeanAndVariance) {
   std::uint32_t index = 0;
   for (const auto& c : kGammaCases) {
     const auto g = simkit::make_gamma(c.mean, c.sd);
-    const auto xs = draw(std::size_t{1} << 19, seed, StreamId{42, index++, 0}, [&](RngStream& r) { return g.sample(r); });
+    const auto xs =
+        draw(std::size_t{1} << 19, seed, StreamId{42, index++, 0}, [&](RngStream& r) { return g.sample(r); });
     // Gamma(k, theta): variance k theta^2, fourth central moment 3 k (k + 2) theta^4.
     const double k = (c.mean / c.sd) * (c.mean / c.sd), theta = c.sd * c.sd / c.mean;
     const double theta4 = theta * theta * theta * theta;
@@ -500,8 +505,9 @@ TEST(LogNormal, KsAndMoments) {
     const auto xs =
         draw(std::size_t{1} << 19, seed, StreamId{51, index++, 0}, [&](RngStream& r) { return l.sample(r); });
     for (const double x : xs) ASSERT_TRUE(x > 0.0 && std::isfinite(x)) << what << ": " << x;
-    expect_ks(std::vector<double>(xs.begin(), xs.begin() + kKsSamples),
-              [&](double x) { return normal_lower((std::log(x) - log_mu) / log_sigma); }, what);
+    expect_ks(
+        std::vector<double>(xs.begin(), xs.begin() + kKsSamples),
+        [&](double x) { return normal_lower((std::log(x) - log_mu) / log_sigma); }, what);
     // Moments only where the fourth moment is moderate (coefficient of variation <= 1/2): for the
     // heavy tail the sample variance is far from normal and a 5-sigma band means little.
     if (c.sd <= 0.5 * c.mean) {

@@ -11,8 +11,8 @@
 // Each case puts its N initial cells in R rows of n cells with the same fate (phi far above
 // phi_min, or the same cut-off); the per-row totals of a generation are then R independent,
 // identically distributed sums, whose sample standard deviation s gives the standard error of
-// the mean s / sqrt(R) (floored for rare events, see check_case). A generation passes when |mean - expected| <= 5 SE + 1e-3 expected: with
-// about 200 (case, time, generation) checks in this file, 5 standard errors keep the chance of a
+// the mean s / sqrt(R) (floored for rare events, see check_case). A generation passes when |mean - expected| <= 5 SE +
+// 1e-3 expected: with about 200 (case, time, generation) checks in this file, 5 standard errors keep the chance of a
 // false failure below 1e-4 while a 2 % bias (a lost division, a wrong clock) fails clearly.
 #include <gtest/gtest.h>
 
@@ -108,7 +108,8 @@ Masses masses_of(const std::function<double(double)>& cdf, double dt, std::size_
   out.dt = dt;
   out.offset = 0.5;
   out.m.resize(n);
-  for (std::size_t j = 0; j < n; ++j) out.m[j] = cdf((static_cast<double>(j) + 1) * dt) - cdf(static_cast<double>(j) * dt);
+  for (std::size_t j = 0; j < n; ++j)
+    out.m[j] = cdf((static_cast<double>(j) + 1) * dt) - cdf(static_cast<double>(j) * dt);
   return out;
 }
 
@@ -125,8 +126,8 @@ Masses convolve(const Masses& a, const Masses& b) {
 }
 
 // Expected descendants of generation k per initial cell of population p at each time, k = 0..max_k.
-std::vector<std::vector<double>> expected_per_cell(const Population& p, StartMode start, const std::vector<double>& times,
-                                                   int max_k) {
+std::vector<std::vector<double>> expected_per_cell(const Population& p, StartMode start,
+                                                   const std::vector<double>& times, int max_k) {
   std::vector<std::vector<double>> e(times.size(), std::vector<double>(static_cast<std::size_t>(max_k) + 1, 0.0));
   if (p.quiescent) {
     for (auto& row : e) row[0] = 1.0;
@@ -157,7 +158,8 @@ std::vector<std::vector<double>> expected_per_cell(const Population& p, StartMod
     // t0 = U X: P(t0 <= s) = F(s) + s * E[1/X; X > s], from the masses of X.
     const Masses x = masses_of(cdf, dt / 4, 4 * n);
     std::vector<double> suffix(x.m.size() + 1, 0.0);
-    for (std::size_t j = x.m.size(); j-- > 0;) suffix[j] = suffix[j + 1] + x.m[j] / ((static_cast<double>(j) + 0.5) * x.dt);
+    for (std::size_t j = x.m.size(); j-- > 0;)
+      suffix[j] = suffix[j + 1] + x.m[j] / ((static_cast<double>(j) + 0.5) * x.dt);
     auto g = [&](double s) {
       const auto idx = std::min(x.m.size(), static_cast<std::size_t>(s / x.dt));
       double below = 0;
@@ -209,12 +211,14 @@ void check_case(const Case& c, std::uint64_t seed) {
   while (std::ldexp(c.phi, -(max_k + 1)) > c.phi_min) ++max_k;
   ASSERT_LE(static_cast<std::size_t>(max_k) + 1, res.generations + 0);
 
-  std::vector<std::vector<double>> expected(c.times.size(), std::vector<double>(static_cast<std::size_t>(max_k) + 1, 0.0));
+  std::vector<std::vector<double>> expected(c.times.size(),
+                                            std::vector<double>(static_cast<std::size_t>(max_k) + 1, 0.0));
   for (const Population& p : c.populations) {
     const auto e = expected_per_cell(p, c.start, c.times, max_k);
     for (std::size_t j = 0; j < c.times.size(); ++j)
       for (int k = 0; k <= max_k; ++k)
-        expected[j][static_cast<std::size_t>(k)] += p.proportion * e[j][static_cast<std::size_t>(k)] * static_cast<double>(c.cells_per_row);
+        expected[j][static_cast<std::size_t>(k)] +=
+            p.proportion * e[j][static_cast<std::size_t>(k)] * static_cast<double>(c.cells_per_row);
   }
   for (std::size_t j = 0; j < c.times.size(); ++j) {
     for (std::size_t k = 0; k < res.generations; ++k) {
@@ -231,7 +235,8 @@ void check_case(const Case& c, std::uint64_t seed) {
       const double want = expected[j][k];
       // A row's count is a sum of independent lineage contributions, each in [0, 2^k], so its
       // variance is at most 2^k times its mean: the floor for events too rare to show in s.
-      const double se = std::max(std::sqrt(ss / (c.rows - 1) / c.rows), std::sqrt(std::ldexp(want, static_cast<int>(k)) / c.rows));
+      const double se =
+          std::max(std::sqrt(ss / (c.rows - 1) / c.rows), std::sqrt(std::ldexp(want, static_cast<int>(k)) / c.rows));
       EXPECT_NEAR(mean, want, 5 * se + 1e-3 * want + 1e-9)
           << "t = " << c.times[j] << ", generation " << k << ", standard error " << se;
     }
@@ -260,8 +265,9 @@ Population quiescent(double prop) {
 const std::uint64_t kSeed = simkit::test::test_seed(20261122);
 
 TEST(ProlifExpectation, TwoPopulationsSyncSeveralTimes) {
-  check_case({"sync", {proliferating("slow", 0.5, 20, 6), proliferating("fast", 0.5, 12, 3)}, StartMode::Sync, {10, 30, 55}},
-             kSeed);
+  check_case(
+      {"sync", {proliferating("slow", 0.5, 20, 6), proliferating("fast", 0.5, 12, 3)}, StartMode::Sync, {10, 30, 55}},
+      kSeed);
 }
 
 TEST(ProlifExpectation, QuiescentAndTwoPopulationsProcellAsync) {
@@ -280,7 +286,8 @@ TEST(ProlifExpectation, TruncationMattersWhenSdIsLarge) {
 TEST(ProlifExpectation, PhiMinCutsGenerations) {
   // phi = 100, phi_min = 20: generations 0..2 exist (100/8 = 12.5 <= 20 is discarded).
   check_case({"phi_min", {proliferating("p", 1.0, 10, 2)}, StartMode::Sync, {8, 15, 40}, 100, 20}, kSeed + 3);
-  check_case({"phi_min async", {proliferating("p", 1.0, 10, 2)}, StartMode::ProcellAsync, {8, 15, 40}, 100, 20}, kSeed + 4);
+  check_case({"phi_min async", {proliferating("p", 1.0, 10, 2)}, StartMode::ProcellAsync, {8, 15, 40}, 100, 20},
+             kSeed + 4);
 }
 
 TEST(ProlifExpectation, ZeroSdIsDeterministicWhenSync) {
@@ -290,11 +297,15 @@ TEST(ProlifExpectation, ZeroSdIsDeterministicWhenSync) {
 }
 
 TEST(ProlifExpectation, GammaAndLogNormal) {
-  check_case({"gamma", {proliferating("g", 0.6, 15, 5, Distribution::Gamma), proliferating("g2", 0.4, 9, 6, Distribution::Gamma)},
-              StartMode::Sync, {12, 30}},
-             kSeed + 7);
-  check_case({"lognormal", {proliferating("l", 1.0, 15, 5, Distribution::LogNormal)}, StartMode::ProcellAsync, {12, 30}},
-             kSeed + 8);
+  check_case(
+      {"gamma",
+       {proliferating("g", 0.6, 15, 5, Distribution::Gamma), proliferating("g2", 0.4, 9, 6, Distribution::Gamma)},
+       StartMode::Sync,
+       {12, 30}},
+      kSeed + 7);
+  check_case(
+      {"lognormal", {proliferating("l", 1.0, 15, 5, Distribution::LogNormal)}, StartMode::ProcellAsync, {12, 30}},
+      kSeed + 8);
 }
 
 // Sibling independence: both daughters draw their own division times. A keying bug that gives
@@ -340,7 +351,8 @@ TEST(ProlifExpectation, SistersDrawIndependentDivisionTimes) {
   o.backend = simkit::Backend::Cpu;
   const auto results = simkit::prolif::simulate_batch(hist, models, seeds, o);
   std::vector<double> g1;
-  for (const auto& res : results) g1.push_back(static_cast<double>(res.by_generation(0).size() > 1 ? res.by_generation(0)[1] : 0));
+  for (const auto& res : results)
+    g1.push_back(static_cast<double>(res.by_generation(0).size() > 1 ? res.by_generation(0)[1] : 0));
   const double mean = std::accumulate(g1.begin(), g1.end(), 0.0) / replicates;
   double ss = 0;
   for (double v : g1) ss += (v - mean) * (v - mean);

@@ -132,7 +132,8 @@ TEST(ReadHistogram, MissingColumnAndExtraText) {
   expect_error(histogram_error("h.csv", "value,count\n1\n"), "h.csv", 2, "count", "missing");
   expect_error(histogram_error("h.csv", "value,count\n1,\n"), "h.csv", 2, "count", "missing");
   expect_error(histogram_error("h.csv", "value,count\n,3\n"), "h.csv", 2, "value", "missing");
-  expect_error(histogram_error("h.csv", "value,count\n1,2,3\n"), "h.csv", 2, "count", "unexpected text after the count: '3'");
+  expect_error(histogram_error("h.csv", "value,count\n1,2,3\n"), "h.csv", 2, "count",
+               "unexpected text after the count: '3'");
 }
 
 TEST(ReadHistogram, CsvFileNeedsHeader) {
@@ -236,8 +237,8 @@ TEST(ReadModelToml, OnlyGivenFieldsAreSet) {
 
 TEST(ReadModelToml, TMaxAloneBecomesTheOnlyTime) {
   TempDir dir;
-  const auto m = read_model_toml(
-      dir.write("model.toml", "t_max = 96\n[[population]]\nproportion = 1\nmean = 10\nsd = 1\ndistribution = \"lognormal\"\n"));
+  const auto m = read_model_toml(dir.write(
+      "model.toml", "t_max = 96\n[[population]]\nproportion = 1\nmean = 10\nsd = 1\ndistribution = \"lognormal\"\n"));
   ASSERT_TRUE(m.t_max.has_value());
   EXPECT_EQ(*m.t_max, 96.0);
   EXPECT_FALSE(m.times.has_value());
@@ -254,8 +255,10 @@ TEST(ReadModelToml, TopLevelErrors) {
                "expected a number, got a string");
   expect_error(toml_error(std::string("phi_min = -1\n") + kOnePopulation), "model.toml", 1, "phi_min",
                "must be >= 0, got -1");
-  expect_error(toml_error(std::string("phi_min = nan\n") + kOnePopulation), "model.toml", 1, "phi_min", "must be finite");
-  expect_error(toml_error(std::string("t_max = -5\n") + kOnePopulation), "model.toml", 1, "t_max", "must be >= 0, got -5");
+  expect_error(toml_error(std::string("phi_min = nan\n") + kOnePopulation), "model.toml", 1, "phi_min",
+               "must be finite");
+  expect_error(toml_error(std::string("t_max = -5\n") + kOnePopulation), "model.toml", 1, "t_max",
+               "must be >= 0, got -5");
   expect_error(toml_error(std::string("\ntimes = [0, 10, 5]\n") + kOnePopulation), "model.toml", 2, "times",
                "strictly ascending, got 5 after 10");
   expect_error(toml_error(std::string("times = [0, -1]\n") + kOnePopulation), "model.toml", 1, "times", "must be >= 0");
@@ -265,7 +268,8 @@ TEST(ReadModelToml, TopLevelErrors) {
                "expected a number");
   expect_error(toml_error(std::string("start = \"later\"\n") + kOnePopulation), "model.toml", 1, "start",
                "expected 'sync' or 'procell-async', got 'later'");
-  expect_error(toml_error(std::string("seed = -3\n") + kOnePopulation), "model.toml", 1, "seed", "must be >= 0, got -3");
+  expect_error(toml_error(std::string("seed = -3\n") + kOnePopulation), "model.toml", 1, "seed",
+               "must be >= 0, got -3");
   expect_error(toml_error(std::string("seed = 1.5\n") + kOnePopulation), "model.toml", 1, "seed",
                "expected a non-negative integer");
   expect_error(toml_error(std::string("times = [0, 24]\nt_max = 48\n") + kOnePopulation), "model.toml", 2, "t_max",
@@ -301,8 +305,8 @@ TEST(ReadModelToml, PopulationErrors) {
   expect_error(toml_error("[[population]]\nproportion = 1\nmean = 2\n"), "model.toml", 1, "sd", "missing");
   expect_error(toml_error("[[population]]\nproportion = 1\nmean = 10\nsd = 2\ncolour = 3\n"), "model.toml", 5, "colour",
                "unknown key");
-  expect_error(toml_error("[[population]]\nproportion = 1\nmean = 10\nsd = 2\ndistribution = \"weibull\"\n"), "model.toml",
-               5, "distribution", "got 'weibull'");
+  expect_error(toml_error("[[population]]\nproportion = 1\nmean = 10\nsd = 2\ndistribution = \"weibull\"\n"),
+               "model.toml", 5, "distribution", "got 'weibull'");
   expect_error(toml_error("[[population]]\nproportion = 1\nmean = \"ten\"\nsd = 2\n"), "model.toml", 3, "mean",
                "expected a number, got a string");
   expect_error(toml_error("[[population]]\nproportion = 1\nquiescent = \"yes\"\n"), "model.toml", 3, "quiescent",

@@ -3,6 +3,7 @@
 // generation limit, and the analysis helpers (binning, Hellinger, percentiles).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -11,11 +12,11 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "problems.hpp"
 #include "prolif/analysis.hpp"
 #include "prolif/prolif.hpp"
 #include "support/test_support.hpp"
@@ -23,184 +24,7 @@
 namespace simkit::prolif {
 namespace {
 
-InitialHistogram histogram(std::vector<double> values, std::vector<std::uint64_t> counts) {
-  InitialHistogram h;
-  h.values = std::move(values);
-  h.counts = std::move(counts);
-  h.source = "test";
-  return h;
-}
-
-Population proliferating(std::string name, double proportion, double mean, double sd,
-                         Distribution distribution = Distribution::TruncatedNormal) {
-  Population p;
-  p.name = std::move(name);
-  p.proportion = proportion;
-  p.mean = mean;
-  p.sd = sd;
-  p.distribution = distribution;
-  return p;
-}
-
-Population quiescent(double proportion) {
-  Population p;
-  p.name = "quiescent";
-  p.proportion = proportion;
-  p.quiescent = true;
-  return p;
-}
-
-Model model_of(std::vector<Population> populations, double phi_min, std::vector<double> times,
-               StartMode start = StartMode::Sync) {
-  Model m;
-  m.populations = std::move(populations);
-  m.phi_min = phi_min;
-  m.times = std::move(times);
-  m.start = start;
-  return m;
-}
-
-RunOptions options(Backend backend, std::uint64_t seed, int threads = 1) {
-  RunOptions o;
-  o.backend = backend;
-  o.seed = seed;
-  o.threads = threads;
-  return o;
-}
-
-// Counts of one output time, as a flat vector (row, generation, population).
-std::vector<std::uint64_t> slice(const Result& r, std::size_t t) {
-  const std::size_t n = r.rows * r.generations * r.populations;
-  return {r.counts.begin() + static_cast<std::ptrdiff_t>(t * n), r.counts.begin() + static_cast<std::ptrdiff_t>((t + 1) * n)};
-}
-
-void expect_same(const Result& expected, const Result& got, const std::string& what) {
-  SCOPED_TRACE(what);
-  EXPECT_EQ(got.times, expected.times);
-  EXPECT_EQ(got.rows, expected.rows);
-  EXPECT_EQ(got.generations, expected.generations);
-  EXPECT_EQ(got.populations, expected.populations);
-  EXPECT_EQ(got.seed, expected.seed);
-  EXPECT_EQ(got.divisions, expected.divisions);
-  ASSERT_EQ(got.counts.size(), expected.counts.size());
-  std::size_t differing = 0, first = got.counts.size();
-  for (std::size_t n = 0; n < got.counts.size(); ++n) {
-    if (got.counts[n] != expected.counts[n]) {
-      if (differing++ == 0) first = n;
-    }
-  }
-  EXPECT_EQ(differing, 0u) << "first difference at flat index " << first << ": expected "
-                           << (first < got.counts.size() ? expected.counts[first] : 0) << ", got "
-                           << (first < got.counts.size() ? got.counts[first] : 0);
-}
-
-// ----------------------------------------------------------------------------------------------
-// Random problems
-
-struct Problem {
-  InitialHistogram initial;
-  Model model;
-  std::string description;
-};
-
-// Largest generation whose cells exist for a row of fluorescence `phi` (as prolif computes it).
-int generation_limit(double phi, double phi_min) {
-  int k = 0;
-  while (k < 62 && phi / 2.0 > phi_min) {
-    phi /= 2.0;
-    ++k;
-  }
-  return k;
-}
-
-// A problem as described in the suite's brief; cell counts are scaled down when the estimated
-// number of lineage nodes would make the test slow (it keeps every parameter's range).
-Problem random_problem(std::mt19937_64& rng) {
-  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
-  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  Problem p;
-  const int rows = integer(1, 50);
-  std::vector<double> values;
-  std::vector<std::uint64_t> counts;
-  for (int i = 0; i < rows; ++i) {
-    values.push_back(uniform(20, 5000));
-    counts.push_back(static_cast<std::uint64_t>(integer(0, 300)));
-  }
-
-  const int npop = integer(1, 4);
-  const bool with_quiescent = npop > 1 && integer(0, 2) == 0;
-  std::vector<double> weights;
-  double sum = 0;
-  for (int q = 0; q < npop; ++q) {
-    weights.push_back(uniform(0.05, 1.0));
-    sum += weights.back();
-  }
-  std::vector<Population> pops;
-  double min_mean = 1e9;
-  for (int q = 0; q < npop; ++q) {
-    const double proportion = weights[static_cast<std::size_t>(q)] / sum;
-    if (with_quiescent && q == 0) {
-      pops.push_back(quiescent(proportion));
-      continue;
-    }
-    const double mean = uniform(5, 60);
-    const double sd = integer(0, 4) == 0 ? 0.0 : uniform(0, 20);
-    const auto dist = static_cast<Distribution>(integer(0, 2));
-    pops.push_back(proliferating("P" + std::to_string(q), proportion, mean, sd, dist));
-    min_mean = std::min(min_mean, mean);
-  }
-  // Proportions computed as w / sum add to 1 within rounding: the last absorbs the remainder.
-  double rest = 1.0;
-  for (std::size_t q = 0; q + 1 < pops.size(); ++q) rest -= pops[q].proportion;
-  pops.back().proportion = rest;
-
-  std::vector<double> times;
-  const int ntimes = integer(1, 3);
-  for (int j = 0; j < ntimes; ++j) times.push_back(std::round(uniform(0, 150) * 4) / 4);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  const double phi_min = uniform(1, 50);
-  const StartMode start = integer(0, 1) == 0 ? StartMode::Sync : StartMode::ProcellAsync;
-
-  // Estimated lineage nodes: 2^(depth + 1) per cell, depth limited by phi_min and by t_max over
-  // the fastest mean (with margin for short draws).
-  double work = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const int by_phi = generation_limit(values[i], phi_min);
-    const int by_time = static_cast<int>(times.back() / min_mean) + 2;
-    work += static_cast<double>(counts[i]) * std::ldexp(1.0, std::min(by_phi, by_time) + 1);
-  }
-  constexpr double kBudget = 3e5;
-  if (work > kBudget) {
-    for (auto& c : counts) c = static_cast<std::uint64_t>(static_cast<double>(c) * kBudget / work);
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (counts[i] == 0) continue;  // the readers drop empty rows; InitialHistogram never has them
-    p.initial.values.push_back(values[i]);
-    p.initial.counts.push_back(counts[i]);
-  }
-  if (p.initial.values.empty()) {
-    p.initial.values.push_back(values.front());
-    p.initial.counts.push_back(1);
-  }
-  p.initial.source = "random";
-  p.model = model_of(pops, phi_min, times, start);
-
-  p.description = "rows=" + std::to_string(p.initial.values.size()) +
-                  " cells=" + std::to_string(p.initial.total_cells()) + " phi_min=" + std::to_string(phi_min) +
-                  (start == StartMode::Sync ? " sync" : " procell-async") + " times=";
-  for (double t : times) p.description += std::to_string(t) + " ";
-  for (const auto& pop : pops) {
-    p.description += "[" + pop.name + " p=" + std::to_string(pop.proportion);
-    if (pop.quiescent) {
-      p.description += " quiescent]";
-    } else {
-      p.description += " mean=" + std::to_string(pop.mean) + " sd=" + std::to_string(pop.sd) + " " +
-                       std::to_string(static_cast<int>(pop.distribution)) + "]";
-    }
-  }
-  return p;
-}
+using namespace simkit::prolif::test_problems;
 
 // ----------------------------------------------------------------------------------------------
 // 1. Backends agree exactly
@@ -218,6 +42,9 @@ TEST(ProlifSimulate, CpuEqualsReferenceOnRandomProblemsForAnyThreadCount) {
     ASSERT_EQ(ref.times, p.model.times.size());
     ASSERT_EQ(ref.rows, p.initial.values.size());
     total_divisions += ref.divisions;
+    std::printf("  problem %d: %s -> %llu divisions, %llu cells at t_max\n", n, p.description.c_str(),
+                static_cast<unsigned long long>(ref.divisions),
+                static_cast<unsigned long long>(ref.total(ref.times - 1)));
     for (int threads : {1, 2, 3, 7}) {
       const Result cpu = simulate(p.initial, p.model, options(Backend::Cpu, run_seed, threads));
       expect_same(ref, cpu, "cpu, " + std::to_string(threads) + " threads");
@@ -233,9 +60,9 @@ TEST(ProlifSimulate, CpuEqualsReferenceOnRandomProblemsForAnyThreadCount) {
 Problem standard_problem() {
   Problem p;
   p.initial = histogram({800, 1500, 3000}, {40, 30, 30});
-  p.model = model_of({quiescent(0.1), proliferating("slow", 0.45, 30, 8, Distribution::Gamma),
-                      proliferating("fast", 0.45, 15, 4)},
-                     5, {30, 60}, StartMode::ProcellAsync);
+  p.model = model_of(
+      {quiescent(0.1), proliferating("slow", 0.45, 30, 8, Distribution::Gamma), proliferating("fast", 0.45, 15, 4)}, 5,
+      {30, 60}, StartMode::ProcellAsync);
   return p;
 }
 
@@ -388,7 +215,8 @@ TEST(ProlifSimulate, SingleCellWithFixedDivisionTimeDoublesOnSchedule) {
   const Model m = model_of({proliferating("P1", 1.0, 10, 0)}, 1, {0, 5, 9.999, 10, 15, 20, 25, 30});
   for (Backend b : {Backend::Reference, Backend::Cpu}) {
     const Result r = simulate(h, m, options(b, 9, 2));
-    const std::vector<std::vector<std::uint64_t>> expected{{1}, {1}, {1}, {0, 2}, {0, 2}, {0, 0, 4}, {0, 0, 4}, {0, 0, 0, 8}};
+    const std::vector<std::vector<std::uint64_t>> expected{{1},    {1},       {1},       {0, 2},
+                                                           {0, 2}, {0, 0, 4}, {0, 0, 4}, {0, 0, 0, 8}};
     for (std::size_t t = 0; t < expected.size(); ++t) EXPECT_EQ(r.by_generation(t), expected[t]) << "t index " << t;
     EXPECT_EQ(r.divisions, 1u + 2u + 4u);  // at 10, 20 and 30 (t_max: a division at t_max counts)
     const auto exact = exact_histogram(r, h, 7);
@@ -440,12 +268,18 @@ TEST(ProlifSimulate, PhiMinZeroFollowsGenerationsWhileTheyFit) {
   EXPECT_EQ(r.divisions, 14u);
 }
 
+// 10^9 cells in one H(0) line at t = 0: all counted, exactly. Nine tenths are quiescent so that the
+// CPU suite stays fast (each proliferating initial cell is one lineage walk, ~30 ns on one core);
+// simulate_cuda_test runs the same line fully proliferating.
 TEST(ProlifSimulate, BillionCellLineAtTimeZero) {
   const InitialHistogram h = histogram({500, 2000}, {1000000000, 3});
-  const Model m = model_of({proliferating("P1", 1.0, 20, 0)}, 1, {0});
+  const Model m = model_of({quiescent(0.9), proliferating("P1", 0.1, 20, 0)}, 1, {0});
   const Result r = simulate(h, m, options(Backend::Cpu, 1, 0));
   EXPECT_EQ(r.total(0), 1000000003u);
-  EXPECT_EQ(r.at(0, 0, 0, 0), 1000000000u);
+  EXPECT_EQ(r.at(0, 0, 0, 0) + r.at(0, 0, 0, 1), 1000000000u);
+  // The multinomial split: 10^8 expected proliferating, sd 9487; 10 sd is never reached by chance.
+  EXPECT_NEAR(static_cast<double>(r.at(0, 0, 0, 1)), 1e8, 1e5);
+  EXPECT_EQ(r.by_generation(0), std::vector<std::uint64_t>{1000000003u});
   EXPECT_EQ(r.divisions, 0u);
 }
 
@@ -595,12 +429,12 @@ TEST(ProlifAnalysis, BinResultUsesHalvedValuesPerGeneration) {
   const Model m = model_of({proliferating("P1", 1.0, 10, 0)}, 1, {0, 20, 30, 40});
   const Result r = simulate(h, m, options(Backend::Reference, 1));
   Binning b;
-  b.bins = 4;  // 10, 100, 1000, 10000
+  b.bins = 4;                                                                    // 10, 100, 1000, 10000
   EXPECT_EQ(bin_result(r, h, 0, b).counts, (std::vector<double>{0, 0, 1, 0}));   // 800
   EXPECT_EQ(bin_result(r, h, 1, b).counts, (std::vector<double>{0, 0, 4, 0}));   // 200
   EXPECT_EQ(bin_result(r, h, 2, b).counts, (std::vector<double>{0, 8, 0, 0}));   // 100: on the edge
   EXPECT_EQ(bin_result(r, h, 3, b).counts, (std::vector<double>{0, 16, 0, 0}));  // 50
-  b.phi_min = 60;  // binning skips values below phi_min
+  b.phi_min = 60;                                                                // binning skips values below phi_min
   const Binned skipped = bin_result(r, h, 3, b);
   EXPECT_EQ(skipped.counts, (std::vector<double>{0, 0, 0, 0}));
   EXPECT_EQ(skipped.skipped, 16.0);
