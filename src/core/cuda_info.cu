@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <string>
 
 #include "core/cuda_info.hpp"
@@ -39,6 +40,13 @@ CudaStatus cuda_status() {
   status.usable = !status.devices.empty();
   if (!status.usable) status.reason = "no device answered cudaGetDeviceProperties";
   return status;
+}
+
+double initialize_cuda_device(int device) {
+  const auto start = std::chrono::steady_clock::now();
+  if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);
+  cudaGetLastError();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace simkit

@@ -26,4 +26,8 @@ struct CudaStatus {
 
 CudaStatus cuda_status();
 
+// Creates the CUDA context on `device` (the one-time cost of a process's first CUDA call) and
+// returns the seconds it took, so that run timings can leave it out and report it apart.
+double initialize_cuda_device(int device);
+
 }  // namespace simkit

@@ -8,4 +8,6 @@ CudaStatus cuda_status() {
   return status;
 }
 
+double initialize_cuda_device(int) { return 0.0; }
+
 }  // namespace simkit
