@@ -90,11 +90,10 @@ int run_simulate(const ProlifArgs& a) {
   report.backend = std::string(to_string(options.backend));
   report.device = device_description(options.backend, options.device, options.threads);
   report.wall_seconds = clock.seconds();
-  write_outputs(a.out, report);
+  const nlohmann::json doc = write_outputs(a.out, report);
 
   std::uint64_t divisions = 0;
   for (const auto& r : report.runs) divisions += r.divisions;
-  const nlohmann::json doc = result_json(report);
   const nlohmann::json& last = doc["times"].back();
   if (last["overflow"].get<double>() > 0 && !a.common.quiet) {
     fmt::print(stderr, "simkit: note: {} cells above the last bin edge ({:g}) at t = {}: counted as overflow\n",

@@ -99,7 +99,7 @@ nlohmann::json result_json(const Report& r) {
           {"times", times}};
 }
 
-void write_outputs(const std::filesystem::path& dir, const Report& r) {
+nlohmann::json write_outputs(const std::filesystem::path& dir, const Report& r) {
   ensure_output_directory(dir);
   const Result& first = r.runs.front();
   const std::size_t last = r.model.times.size() - 1;
@@ -181,13 +181,15 @@ void write_outputs(const std::filesystem::path& dir, const Report& r) {
   add_reference(bin_histogram(r.initial, r.binning), "H(0)", "#7f7f7f", true);
 
   // Everything is rendered before anything is written; each file is then replaced atomically.
-  const std::string json = result_json(r).dump(2) + "\n";
+  nlohmann::json doc = result_json(r);
+  const std::string json = doc.dump(2) + "\n";
   const std::string svg = render_svg(plot);
   write_file_atomic(dir / "histogram.tsv", tsv);
   write_file_atomic(dir / "exact.csv", exact);
   write_file_atomic(dir / "binned.csv", binned);
   write_file_atomic(dir / "plot.svg", svg);
   write_file_atomic(dir / "result.json", json);
+  return doc;
 }
 
 }  // namespace simkit::prolif

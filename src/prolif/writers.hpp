@@ -25,7 +25,8 @@ struct Report {
 // The result.json document (also used by tests and the CLI summary).
 nlohmann::json result_json(const Report& report);
 
-// histogram.tsv, exact.csv, binned.csv, result.json and plot.svg into `dir`.
-void write_outputs(const std::filesystem::path& dir, const Report& report);
+// histogram.tsv, exact.csv, binned.csv, result.json and plot.svg into `dir`; returns the
+// result.json document it wrote.
+nlohmann::json write_outputs(const std::filesystem::path& dir, const Report& report);
 
 }  // namespace simkit::prolif
