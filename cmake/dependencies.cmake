@@ -4,6 +4,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+find_package(PNG REQUIRED)
 
 # toml++ and Random123 are used header-only (Debian's toml++ config would link its .so).
 find_path(SIMKIT_TOMLPP_INCLUDE toml++/toml.h REQUIRED)

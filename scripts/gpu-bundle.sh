@@ -24,7 +24,7 @@ cp scripts/gpu-check.sh "$out/"
 # Shared libraries that are not part of a base Ubuntu 24.04 image go beside the binaries.
 for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
   [ -f "$bin" ] || continue
-  ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus' || true
+  ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus|libpng' || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$out/"; done
 rmdir "$out/lib"
 

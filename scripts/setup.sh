@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache git pkg-config
   libcli11-dev libfmt-dev libtomlplusplus-dev librandom123-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libomp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libpng-dev zlib1g-dev
 )
 missing=()
 for p in "${packages[@]}"; do

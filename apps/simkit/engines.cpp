@@ -3,7 +3,11 @@
 namespace simkit::cli {
 
 void add_prolif_command(CLI::App& app, Action& action);
+void add_angio_command(CLI::App& app, Action& action);
 
-void add_engine_commands(CLI::App& app, Action& action) { add_prolif_command(app, action); }
+void add_engine_commands(CLI::App& app, Action& action) {
+  add_prolif_command(app, action);
+  add_angio_command(app, action);
+}
 
 }  // namespace simkit::cli

@@ -3,16 +3,9 @@
 #include <numbers>
 
 #include "angio/angio.hpp"
+#include "angio/kernels.hpp"
 
 namespace simkit::angio {
-
-namespace {
-
-// Mirror ghost nodes (the value at -1 equals the value at +1): the no-flux boundary.
-inline int upper(int i, int n) { return i + 1 < n ? i + 1 : (n > 1 ? i - 1 : i); }
-inline int lower(int i, int n) { return i > 0 ? i - 1 : (n > 1 ? i + 1 : i); }
-
-}  // namespace
 
 template <class T>
 Fields<T> initial_fields(const Grid& g, const InitialParams& p) {
@@ -46,45 +39,26 @@ Fields<T> initial_fields(const Grid& g, const InitialParams& p) {
 }
 
 template <class T>
-void step_reference(const Grid& g, const ModelParams& m, T k, const Fields<T>& in, Fields<T>& out) {
-  const T a = k / static_cast<T>(g.h * g.h);
-  const int dims = g.dims();
-  const T beta = static_cast<T>(m.fn_production), gamma = static_cast<T>(m.fn_uptake);
-  const T eta = static_cast<T>(m.taf_uptake), dc = static_cast<T>(m.taf_diffusion);
+void step_reference(const Grid& g, const ModelParams& m, T k, const Fields<T>& in, Fields<T>& out, Form form) {
+  Problem p;
+  p.grid = g;
+  p.dt = static_cast<double>(k);
+  p.form = form;
+  StepConstants<T> sc = detail::step_constants<T>(p);
+  sc.k = k;
+  sc.a = k / static_cast<T>(g.h * g.h);
   out.n.resize(g.nodes());
   out.f.resize(g.nodes());
   out.c.resize(g.nodes());
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j)
-      for (int i = 0; i < g.nx; ++i) {
-        const std::size_t nb[7] = {g.index(i, j, l),
-                                   g.index(upper(i, g.nx), j, l),
-                                   g.index(lower(i, g.nx), j, l),
-                                   g.index(i, upper(j, g.ny), l),
-                                   g.index(i, lower(j, g.ny), l),
-                                   g.index(i, j, upper(l, g.nz)),
-                                   g.index(i, j, lower(l, g.nz))};
-        Stencil<T> s;
-        for (int d = 0; d < 7; ++d) {
-          s.c[d] = in.c[nb[d]];
-          s.f[d] = in.f[nb[d]];
-        }
-        T p[7];
-        movement_coefficients(m, a, dims, s, p);
-        T n_new = p[0] * in.n[nb[0]];
-        for (int d = 1; d < 1 + 2 * dims; ++d) n_new += p[d] * in.n[nb[d]];
-        const T n0 = in.n[nb[0]], f0 = s.f[0], c0 = s.c[0];
-        T lap_c = -T(2 * dims) * c0;
-        for (int d = 1; d < 1 + 2 * dims; ++d) lap_c += s.c[d];
-        out.n[nb[0]] = n_new;
-        out.f[nb[0]] = f0 + k * (beta * n0 - gamma * n0 * f0);
-        out.c[nb[0]] = c0 + k * (dc * lap_c / static_cast<T>(g.h * g.h) - eta * n0 * c0);
-      }
+      detail::step_row(g, m, sc, in.n.data(), in.f.data(), in.c.data(), out.n.data(), out.f.data(), out.c.data(), j, l,
+                       nullptr);
 }
 
 template <class T>
 double integral(const Grid& g, const std::vector<T>& field) {
-  auto w = [](int i, int n) { return (n > 1 && (i == 0 || i == n - 1)) ? 0.5 : 1.0; };
+  const auto w = trapezoid_weight;
   double sum = 0;
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j)
@@ -93,10 +67,66 @@ double integral(const Grid& g, const std::vector<T>& field) {
   return sum * std::pow(g.h, g.dims());
 }
 
+namespace detail::reference {
+namespace {
+
+template <class T>
+class ReferenceSolver final : public Solver<T> {
+ public:
+  ReferenceSolver(const Problem& p, const Fields<T>& initial)
+      : g_(p.grid), m_(p.model), sc_(step_constants<T>(p)), u_(initial), next_(initial) {}
+
+  Reductions advance(std::int64_t steps, bool reduce) override {
+    Reductions total = empty_reductions();
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const bool last = reduce && s + 1 == steps;
+      for (int l = 0; l < g_.nz; ++l)
+        for (int j = 0; j < g_.ny; ++j) {
+          Reductions row = empty_reductions();
+          step_row(g_, m_, sc_, u_.n.data(), u_.f.data(), u_.c.data(), next_.n.data(), next_.f.data(), next_.c.data(),
+                   j, l, last ? &row : nullptr);
+          if (last) add_row(total, row, row_weight(g_, j, l));
+        }
+      std::swap(u_, next_);
+    }
+    scale_integrals(total, g_);
+    return total;
+  }
+
+  Reductions reduce() override {
+    Reductions total = empty_reductions();
+    for (int l = 0; l < g_.nz; ++l)
+      for (int j = 0; j < g_.ny; ++j) add_row(total, reduce_row(g_, u_, j, l), row_weight(g_, j, l));
+    scale_integrals(total, g_);
+    return total;
+  }
+
+  void read(Fields<T>& out) override { out = u_; }
+  std::string device() const override { return "CPU, 1 thread (serial reference)"; }
+
+ private:
+  Grid g_;
+  ModelParams m_;
+  StepConstants<T> sc_;
+  Fields<T> u_, next_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial) {
+  return std::make_unique<ReferenceSolver<T>>(problem, initial);
+}
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&);
+
+}  // namespace detail::reference
+
 template Fields<float> initial_fields<float>(const Grid&, const InitialParams&);
 template Fields<double> initial_fields<double>(const Grid&, const InitialParams&);
-template void step_reference<float>(const Grid&, const ModelParams&, float, const Fields<float>&, Fields<float>&);
-template void step_reference<double>(const Grid&, const ModelParams&, double, const Fields<double>&, Fields<double>&);
+template void step_reference<float>(const Grid&, const ModelParams&, float, const Fields<float>&, Fields<float>&, Form);
+template void step_reference<double>(const Grid&, const ModelParams&, double, const Fields<double>&, Fields<double>&,
+                                     Form);
 template double integral<float>(const Grid&, const std::vector<float>&);
 template double integral<double>(const Grid&, const std::vector<double>&);
 

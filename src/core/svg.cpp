@@ -8,30 +8,34 @@
 
 namespace simkit {
 
-namespace {
-
-std::string escape(const std::string& s) {
+std::string xml_escape(std::string_view text) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
+  out.reserve(text.size());
+  for (const char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
       case '<':
         out += "&lt;";
         break;
       case '>':
         out += "&gt;";
         break;
-      case '&':
-        out += "&amp;";
-        break;
       case '"':
         out += "&quot;";
         break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
-        out += c;
+        out += ch;
     }
   }
   return out;
 }
+
+namespace {
 
 // "Nice" tick step for a linear axis spanning `span`.
 double nice_step(double span) {
@@ -73,7 +77,7 @@ std::string render_svg(const PlotSpec& spec) {
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       spec.width, spec.height, spec.width, spec.height);
   out += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n", spec.width / 2,
-                     escape(spec.title));
+                     xml_escape(spec.title));
   // Axes and ticks.
   out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", left, top,
                      w, h);
@@ -103,9 +107,9 @@ std::string render_svg(const PlotSpec& spec) {
         left, py(v), left + w, left - 6, py(v) + 4, v);
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + w / 2, spec.height - 15,
-                     escape(spec.x_label));
+                     xml_escape(spec.x_label));
   out += fmt::format("<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", top + h / 2,
-                     escape(spec.y_label));
+                     xml_escape(spec.y_label));
   // Series: bands first, then lines, then the legend.
   for (const auto& s : spec.series) {
     if (s.band_low.size() != s.x.size() || s.band_high.size() != s.x.size()) continue;
@@ -135,7 +139,7 @@ std::string render_svg(const PlotSpec& spec) {
         "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
         "<text x=\"{5}\" y=\"{6}\">{7}</text>\n",
         left + w - 170, ly, left + w - 145, s.color, s.dashed ? " stroke-dasharray=\"5,3\"" : "", left + w - 138,
-        ly + 4, escape(s.label));
+        ly + 4, xml_escape(s.label));
     ly += 18;
   }
   out += "</svg>\n";

@@ -1,6 +1,7 @@
 #pragma once
 // A small SVG line-plot writer shared by the engines: opens in any browser, no Python needed.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace simkit {
@@ -19,6 +20,9 @@ struct PlotSpec {
   int width = 820, height = 520;
   std::vector<PlotSeries> series;
 };
+
+// Escapes & < > " ' for XML text and attribute values (SVG, VTK XML).
+std::string xml_escape(std::string_view text);
 
 // Renders the plot; points with non-finite or (on a log axis) non-positive x are left out.
 std::string render_svg(const PlotSpec& spec);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+#include "core/input.hpp"
+#include "core/toml_util.hpp"
 
 #include "core/error.hpp"
 
@@ -22,17 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kProportionTolerance = 1e-6;
-
-std::string read_whole_file(const fs::path& path, const std::string& file) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw input_error(file, 0, "", "is a directory, expected a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(file, 0, "", "cannot open the file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw input_error(file, 0, "", "cannot read the file");
-  return buffer.str();
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
@@ -192,53 +184,16 @@ std::string default_name(bool quiescent, int proliferating_index) {
 // ---------------------------------------------------------------------------------------------
 // TOML helpers.
 
-std::size_t line_of(const toml::node& node) { return node.source().begin.line; }
-
-std::size_t line_of(const toml::key& key, const toml::node& node) {
-  const std::size_t line = key.source().begin.line;
-  return line > 0 ? line : line_of(node);
+using toml_util::line_of;
+using toml_util::type_name;
+inline double toml_number(const toml::node& node, std::string_view field, const std::string& file) {
+  return toml_util::number(node, field, file);
 }
-
-const char* type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a floating-point number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    default:
-      return "nothing";
-  }
+inline std::string toml_string(const toml::node& node, std::string_view field, const std::string& file) {
+  return toml_util::string(node, field, file);
 }
-
-// TOML integers are accepted wherever a number is expected (`phi_min = 11`).
-double toml_number(const toml::node& node, std::string_view field, const std::string& file) {
-  if (const auto* f = node.as_floating_point()) return f->get();
-  if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
-  throw input_error(file, line_of(node), field, fmt::format("expected a number, got {}", type_name(node)));
-}
-
-std::string toml_string(const toml::node& node, std::string_view field, const std::string& file) {
-  if (const auto* s = node.as_string()) return s->get();
-  throw input_error(file, line_of(node), field, fmt::format("expected a string, got {}", type_name(node)));
-}
-
-bool toml_bool(const toml::node& node, std::string_view field, const std::string& file) {
-  if (const auto* b = node.as_boolean()) return b->get();
-  throw input_error(file, line_of(node), field, fmt::format("expected true or false, got {}", type_name(node)));
+inline bool toml_bool(const toml::node& node, std::string_view field, const std::string& file) {
+  return toml_util::boolean(node, field, file);
 }
 
 Distribution parse_distribution(const std::string& text, const std::string& file, std::size_t line) {

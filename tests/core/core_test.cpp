@@ -20,33 +20,13 @@ namespace {
 namespace fs = std::filesystem;
 using simkit::Backend;
 using simkit::UserError;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using simkit::test::slurp;
+using simkit::test::user_error;
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   return names;
-}
-
-// Runs f, expects a UserError, and returns its message (empty when none was thrown).
-template <class F>
-std::string user_error_message(F f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a UserError, got another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected a UserError, nothing was thrown";
-  return {};
 }
 
 // ---- Atomic output ---------------------------------------------------------------------------------
@@ -99,10 +79,10 @@ TEST(AtomicFile, UncommittedFileKeepsAnExistingTarget) {
 TEST(AtomicFile, MissingDirectoryIsAUserErrorNamingThePath) {
   simkit::test::TempDir dir;
   const fs::path target = dir / "no-such-dir" / "out.csv";
-  const std::string message = user_error_message([&] { simkit::write_file_atomic(target, "x"); });
+  const std::string message = user_error([&] { simkit::write_file_atomic(target, "x"); });
   EXPECT_NE(message.find(target.string()), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir / "no-such-dir"));
-  const std::string direct = user_error_message([&] { simkit::AtomicFile file(target); });
+  const std::string direct = user_error([&] { simkit::AtomicFile file(target); });
   EXPECT_NE(direct.find(target.string()), std::string::npos) << direct;
 }
 
@@ -119,11 +99,11 @@ TEST(OutputDirectory, CreatesNestedDirectories) {
 TEST(OutputDirectory, AFileOfThatNameIsAUserError) {
   simkit::test::TempDir dir;
   const fs::path file = dir.write("taken", "I am a file\n");
-  const std::string message = user_error_message([&] { simkit::ensure_output_directory(file); });
+  const std::string message = user_error([&] { simkit::ensure_output_directory(file); });
   EXPECT_NE(message.find(file.string()), std::string::npos) << message;
   EXPECT_NE(message.find("cannot create"), std::string::npos) << message;
   // And a file in the middle of the path.
-  const std::string below = user_error_message([&] { simkit::ensure_output_directory(file / "sub"); });
+  const std::string below = user_error([&] { simkit::ensure_output_directory(file / "sub"); });
   EXPECT_NE(below.find((file / "sub").string()), std::string::npos) << below;
   EXPECT_EQ(slurp(file), "I am a file\n");
 }
@@ -156,7 +136,7 @@ TEST(Backend, ParsesTheFourNames) {
 
 TEST(Backend, RejectsOtherNamesWithAUserError) {
   for (const char* bad : {"", "gpu", "CUDA", "Cpu", "cpu ", "openmp", "ref"}) {
-    const std::string message = user_error_message([&] { (void)simkit::parse_backend(bad); });
+    const std::string message = user_error([&] { (void)simkit::parse_backend(bad); });
     EXPECT_NE(message.find(std::string("'") + bad + "'"), std::string::npos) << message;
     EXPECT_NE(message.find("auto, reference, cpu or cuda"), std::string::npos) << message;
   }
@@ -176,13 +156,13 @@ TEST(Backend, CudaAndAutoFollowTheMachine) {
     EXPECT_EQ(simkit::resolve_backend(Backend::Cuda, 0), Backend::Cuda);
     EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cuda);
   } else {
-    const std::string message = user_error_message([] { (void)simkit::resolve_backend(Backend::Cuda, 0); });
+    const std::string message = user_error([] { (void)simkit::resolve_backend(Backend::Cuda, 0); });
     EXPECT_NE(message.find("--backend cuda"), std::string::npos) << message;
     EXPECT_NE(message.find(status.reason), std::string::npos) << "the reason is given: " << message;
     EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cpu);
   }
   // A device that does not exist: a UserError for Cuda on any machine, and Auto falls back to Cpu.
-  const std::string missing = user_error_message([] { (void)simkit::resolve_backend(Backend::Cuda, 9999); });
+  const std::string missing = user_error([] { (void)simkit::resolve_backend(Backend::Cuda, 9999); });
   EXPECT_FALSE(missing.empty());
   EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 9999), Backend::Cpu);
   EXPECT_EQ(simkit::resolve_backend(Backend::Auto, -1), Backend::Cpu);

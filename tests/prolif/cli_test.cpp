@@ -26,28 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using simkit::test::CommandResult;
-using simkit::test::run_simkit;
-using simkit::test::TempDir;
+using namespace simkit::test;  // run_simkit, TempDir, slurp, describe, ...
 
 // H(0): values below 10^4 so that nothing overflows the default bins (no note on stderr).
 constexpr const char* kHistogram = "# value count\n1000 50\n500 30\n\n200 20\n3000 0\n";
 constexpr const char* kTypes = "0.1 -1 -1\n0.9 20 5\n";
 constexpr const char* kTarget = "100 40\n250 60\n500 30\n1000 5\n";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 std::vector<std::string> split(const std::string& line, char sep) {
   std::vector<std::string> out;
@@ -56,12 +40,6 @@ std::vector<std::string> split(const std::string& line, char sep) {
   while (std::getline(in, field, sep)) out.push_back(field);
   return out;
 }
-
-std::string describe(const CommandResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
-
-bool empty_or_absent(const fs::path& dir) { return !fs::exists(dir) || (fs::is_directory(dir) && fs::is_empty(dir)); }
 
 // The library's own run of what the CLI was asked for (same files, flags and seed).
 Result library_run(const fs::path& histogram, const fs::path& types, double phi_min, std::vector<double> times,

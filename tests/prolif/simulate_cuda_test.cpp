@@ -23,12 +23,6 @@
 namespace simkit::prolif {
 namespace {
 
-#define SKIP_WITHOUT_CUDA()                                                                 \
-  do {                                                                                      \
-    std::string why;                                                                        \
-    if (!simkit::test::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
-  } while (0)
-
 using namespace simkit::prolif::test_problems;
 
 // ----------------------------------------------------------------------------------------------
@@ -53,7 +47,7 @@ void steer(Problem& p, int n) {
 }
 
 TEST(ProlifSimulateCuda, EqualsReferenceBitForBitOnRandomProblems) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const std::uint64_t seed = simkit::test::test_seed(20240612);
   std::printf("ProlifSimulateCuda seed: %llu (set SIMKIT_TEST_SEED to repeat)\n",
               static_cast<unsigned long long>(seed));
@@ -75,7 +69,7 @@ TEST(ProlifSimulateCuda, EqualsReferenceBitForBitOnRandomProblems) {
 }
 
 TEST(ProlifSimulateCuda, EveryDistributionAndStartModeOnOneProblem) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const InitialHistogram h = histogram({150, 900, 2400, 4800}, {300, 250, 200, 150});
   for (Distribution d : {Distribution::TruncatedNormal, Distribution::Gamma, Distribution::LogNormal}) {
     for (StartMode start : {StartMode::Sync, StartMode::ProcellAsync}) {
@@ -90,7 +84,7 @@ TEST(ProlifSimulateCuda, EveryDistributionAndStartModeOnOneProblem) {
 }
 
 TEST(ProlifSimulateCuda, BatchOfFiveSeedsEqualsReferencePerSeed) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const InitialHistogram h = histogram({300, 1200, 3500}, {400, 300, 200});
   const Model m = model_of({quiescent(0.05), proliferating("slow", 0.45, 35, 12, Distribution::Gamma),
                             proliferating("fast", 0.5, 20, 5, Distribution::LogNormal)},
@@ -106,7 +100,7 @@ TEST(ProlifSimulateCuda, BatchOfFiveSeedsEqualsReferencePerSeed) {
 }
 
 TEST(ProlifSimulateCuda, FixedDivisionTimesDoubleOnSchedule) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const InitialHistogram h = histogram({1000}, {3});
   const Model m = model_of({proliferating("P1", 1.0, 10, 0)}, 1, {0, 10, 20, 30});
   const Result r = simulate(h, m, options(Backend::Cuda, 1));
@@ -118,7 +112,7 @@ TEST(ProlifSimulateCuda, FixedDivisionTimesDoubleOnSchedule) {
 }
 
 TEST(ProlifSimulateCuda, BillionProliferatingCellsAtTimeZero) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const InitialHistogram h = histogram({500, 2000}, {1000000000, 3});
   const Model m = model_of({proliferating("P1", 1.0, 20, 5)}, 1, {0});
   const Result r = simulate(h, m, options(Backend::Cuda, 1));
@@ -128,7 +122,7 @@ TEST(ProlifSimulateCuda, BillionProliferatingCellsAtTimeZero) {
 }
 
 TEST(ProlifSimulateCuda, MoreThan62GenerationsIsAUserError) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const InitialHistogram h = histogram({100}, {1});
   const Model m = model_of({proliferating("P1", 1.0, 1, 0)}, 1e-30, {70});
   try {
@@ -140,7 +134,7 @@ TEST(ProlifSimulateCuda, MoreThan62GenerationsIsAUserError) {
 }
 
 TEST(ProlifSimulateCuda, RealDataEqualsReference) {
-  SKIP_WITHOUT_CUDA();
+  SIMKIT_SKIP_WITHOUT_CUDA();
   const auto dir = simkit::test::data_dir();
   if (!dir) GTEST_SKIP() << "ProCell data not found (set SIMKIT_DATA_DIR)";
   const auto path = *dir / "procell" / "AML9_Exp3_t10d_UT1_BM_GFPpos.txt";

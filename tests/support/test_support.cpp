@@ -56,6 +56,30 @@ std::uint64_t test_seed(std::uint64_t fallback) {
   return fallback;
 }
 
+std::uint64_t printed_seed(std::uint64_t fallback) {
+  const std::uint64_t seed = test_seed(fallback);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool empty_or_absent(const std::filesystem::path& dir) {
+  return !std::filesystem::exists(dir) || (std::filesystem::is_directory(dir) && std::filesystem::is_empty(dir));
+}
+
 namespace {
 std::string simkit_binary() {
   if (const char* env = std::getenv("SIMKIT_BIN")) return env;
@@ -67,13 +91,6 @@ std::string simkit_binary() {
     if (std::filesystem::exists(candidate)) return candidate.string();
   }
   return "simkit";
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string quote(const std::string& s) {
@@ -94,6 +111,10 @@ CommandResult run_simkit(const std::vector<std::string>& args) {
   r.out = slurp(tmp / "out");
   r.err = slurp(tmp / "err");
   return r;
+}
+
+std::string describe(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
 double ks_critical(std::size_t n, double alpha) {

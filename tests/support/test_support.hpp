@@ -1,10 +1,22 @@
 #pragma once
 // Helpers shared by the test suites.
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
+
+// In a TEST body: skips the test, with the reason, when no CUDA device is usable.
+#define SIMKIT_SKIP_WITHOUT_CUDA()                                                          \
+  do {                                                                                      \
+    std::string why;                                                                        \
+    if (!simkit::test::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why; \
+  } while (0)
 
 namespace simkit::test {
 
@@ -29,6 +41,34 @@ class TempDir {
 // The seed of a property test: $SIMKIT_TEST_SEED when set, else `fallback`; printed by the caller.
 std::uint64_t test_seed(std::uint64_t fallback);
 
+// test_seed(fallback), printed to stdout as "seed N".
+std::uint64_t printed_seed(std::uint64_t fallback);
+
+// The whole content of a file ("" when it cannot be read).
+std::string slurp(const std::filesystem::path& p);
+
+// The lines of `text`, without their '\n'.
+std::vector<std::string> lines_of(const std::string& text);
+
+// True when `dir` does not exist or is an empty directory.
+bool empty_or_absent(const std::filesystem::path& dir);
+
+// The message of the UserError that `f` throws ("" and a test failure if it throws none, or
+// throws another exception).
+template <class F>
+std::string user_error(F f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected a UserError, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected a UserError, nothing was thrown";
+  return {};
+}
+
 // Runs the simkit CLI ($SIMKIT_BIN, or bin/simkit next to the test's directory) with `args`;
 // returns the exit code and captures stdout and stderr.
 struct CommandResult {
@@ -36,6 +76,9 @@ struct CommandResult {
   std::string out, err;
 };
 CommandResult run_simkit(const std::vector<std::string>& args);
+
+// "exit N", stdout and stderr of a run, for failure messages.
+std::string describe(const CommandResult& r);
 
 // Two-sided Kolmogorov-Smirnov statistic of `sample` against `cdf`.
 template <class Cdf>

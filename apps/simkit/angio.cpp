@@ -1,0 +1,226 @@
+// simkit angio run: the continuous Anderson-Chaplain model (docs/angio.md).
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "angio/config.hpp"
+#include "angio/io.hpp"
+#include "angio/run.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "core/cuda_info.hpp"
+#include "core/error.hpp"
+#include "core/report.hpp"
+
+namespace simkit::cli {
+namespace {
+
+using namespace simkit::angio;
+
+struct AngioArgs {
+  CommonRunOptions common;
+  std::string config, out, model = "continuous", precision, form, initial, initial_file, restart;
+  std::vector<int> grid;
+  std::optional<double> h, dt, t_max;
+  std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
+  std::optional<std::uint64_t> seed;
+  bool force = false, no_quicklook = false;
+  std::vector<std::string> given_physics;  // flags that fix the problem (refused with --restart)
+};
+
+template <class E>
+E parse_choice(std::optional<E> value, std::string_view flag, std::string_view text, std::string_view expected) {
+  if (!value) throw UserError(fmt::format("{} {}: expected {}", flag, text, expected));
+  return *value;
+}
+
+int run_angio(AngioArgs& a) {
+  Stopwatch clock;
+  RunSettings s;
+  s.out = a.out;
+  if (a.model != "continuous") {
+    throw UserError(
+        fmt::format("--model {}: this simkit has the continuous model only (the hybrid model is issue 5)", a.model));
+  }
+  if (!a.restart.empty()) {
+    if (!a.given_physics.empty()) {
+      throw UserError(fmt::format("{} cannot be combined with --restart: the checkpoint fixes the problem",
+                                  a.given_physics.front()));
+    }
+    if (!a.config.empty())
+      throw UserError("--config cannot be combined with --restart: the checkpoint fixes the problem");
+    if (!a.steps && !a.t_max) throw UserError("--restart needs --steps or --t-max: where the resumed run ends");
+    s.restart = read_checkpoint(a.restart);
+    s.restart_source = a.restart;
+    s.problem = s.restart->problem;
+  } else {
+    ConfigFile cfg;
+    if (!a.config.empty()) cfg = read_config(a.config);
+    Problem& p = s.problem;
+    p.model = cfg.parameters;
+    p.initial = cfg.initial;
+    if (cfg.taf) p.initial.taf = *cfg.taf;
+    if (!a.initial.empty())
+      p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
+    p.form = a.form.empty() ? cfg.form.value_or(Form::Expanded)
+                            : parse_choice(parse_form(a.form), "--form", a.form, "expanded or flux");
+    p.precision = a.precision.empty()
+                      ? cfg.precision.value_or(Precision::Fp32)
+                      : parse_choice(parse_precision(a.precision), "--precision", a.precision, "fp32 or fp64");
+    std::optional<std::filesystem::path> initial_file = cfg.initial_file;
+    if (!a.initial_file.empty()) initial_file = a.initial_file;
+    bool grid_given = false;
+    if (cfg.nx) {
+      p.grid = Grid{*cfg.nx, *cfg.ny, *cfg.nz, 0};
+      grid_given = true;
+    }
+    if (!a.grid.empty()) {
+      grid_given = true;
+      if (a.grid.size() != 3) throw UserError("--grid: expected NX,NY,NZ");
+      p.grid = Grid{a.grid[0], a.grid[1], a.grid[2], 0};
+    }
+    if (initial_file) {
+      s.initial = read_vti(*initial_file);
+      p.initial_file = initial_file->string();
+      const Grid& fg = s.initial->grid;
+      if (grid_given && (p.grid.nx != fg.nx || p.grid.ny != fg.ny || p.grid.nz != fg.nz)) {
+        throw UserError(fmt::format("{}: its grid {},{},{} differs from --grid {},{},{}", initial_file->string(), fg.nx,
+                                    fg.ny, fg.nz, p.grid.nx, p.grid.ny, p.grid.nz));
+      }
+      p.grid = fg;
+    }
+    if (!grid_given && !initial_file) p.grid = Grid{201, 201, 1, 0};
+    if (p.grid.nx < 2 || p.grid.ny < 2 || p.grid.nz < 1) {
+      throw UserError(fmt::format("--grid {},{},{}: need NX >= 2, NY >= 2, NZ >= 1 (NZ = 1 is the 2D model)", p.grid.nx,
+                                  p.grid.ny, p.grid.nz));
+    }
+    if (a.h) {
+      p.grid.h = *a.h;
+    } else if (cfg.h) {
+      p.grid.h = *cfg.h;
+    } else if (p.grid.h <= 0) {
+      p.grid.h = 1.0 / (p.grid.nx - 1);
+    }
+    if (a.dt) {
+      p.dt = *a.dt;
+    } else if (cfg.dt) {
+      p.dt = *cfg.dt;
+    } else {
+      s.auto_dt = true;
+    }
+    if (!a.steps && !a.t_max) {
+      if (cfg.steps) s.steps = *cfg.steps;
+      if (cfg.t_max) s.t_max = cfg.t_max;
+    }
+    if (cfg.output_every) s.output_every = *cfg.output_every;
+    if (cfg.series_every) s.series_every = *cfg.series_every;
+    if (cfg.checkpoint_every) s.checkpoint_every = *cfg.checkpoint_every;
+    if (cfg.quicklook) s.quicklook = *cfg.quicklook;
+    if (cfg.seed && !a.seed) a.seed = cfg.seed;
+  }
+  if (a.steps && a.t_max) throw UserError("--steps and --t-max: give one of them");
+  if (a.steps) s.steps = *a.steps;
+  if (a.t_max) {
+    if (!(*a.t_max > 0)) throw UserError(fmt::format("--t-max {}: must be positive", *a.t_max));
+    s.t_max = a.t_max;
+  }
+  if (a.output_every) s.output_every = *a.output_every;
+  if (a.series_every) s.series_every = *a.series_every;
+  if (a.checkpoint_every) s.checkpoint_every = *a.checkpoint_every;
+  if (a.no_quicklook) s.quicklook = false;
+  s.force = a.force;
+
+  a.common.seed = a.seed.value_or(s.restart ? s.restart->seed : 1);
+  RunOptions options = to_run_options(a.common);
+  Progress progress("angio", "steps", a.common.quiet);
+  options.progress = [&](double done, double total) { progress.update(done, total); };
+  const double device_init_seconds = options.backend == Backend::Cuda ? initialize_cuda_device(options.device) : 0.0;
+  const RunReport report = angio::run(std::move(s), options);
+  progress.finish();
+
+  const double steps = static_cast<double>(report.end_step - report.start_step);
+  const double rate = report.compute_seconds > 0 ? steps / report.compute_seconds : 0;
+  const double nodes = static_cast<double>(report.nodes);
+  const double gbs = rate * nodes * bytes_per_node_step(report.precision) / 1e9;
+  if (!a.common.quiet && report.stability.negative_weight_fraction > 0) {
+    fmt::print(stderr,
+               "simkit: note: at {:.3g} % of the nodes some of P1..P6 is negative (mesh Peclet number > 2, no step "
+               "fixes it): the expanded form can make n negative there; --form flux keeps n >= 0\n",
+               100 * report.stability.negative_weight_fraction);
+  }
+  if (!a.common.quiet && report.dt > report.stability.largest_stable_k) {
+    fmt::print(stderr, "simkit: note: --force: k = {:.6g} exceeds the {} limit {:.6g}\n", report.dt,
+               report.stability.binding_limit, report.stability.largest_stable_k);
+  }
+  RunSummary summary;
+  summary.command = "simkit angio run";
+  summary.backend = std::string(to_string(report.backend));
+  summary.device = report.device;
+  summary.wall_seconds = clock.seconds();
+  summary.throughput = rate;
+  summary.throughput_unit = "steps";
+  summary.extra = {{"compute_seconds", report.compute_seconds},
+                   {"device_init_seconds", device_init_seconds},
+                   {"nodes", report.nodes},
+                   {"steps", report.end_step - report.start_step},
+                   {"end_step", report.end_step},
+                   {"dt", report.dt},
+                   {"t_end", static_cast<double>(report.end_step) * report.dt},
+                   {"gnode_updates_per_second", rate * nodes / 1e9},
+                   {"effective_gb_per_second", gbs},
+                   {"int_n", report.final_state.integral[0]},
+                   {"min_n", report.final_state.min[0]},
+                   {"max_n", report.final_state.max[0]},
+                   {"out", a.out}};
+  if (a.common.json) {
+    summary.print(true);
+  } else {
+    fmt::print(
+        "{}, {:.3g} Gnode-updates/s, {:.4g} GB/s effective; {} steps of k = {:.4g} to t = {:.4g}, int n = {:.6g}\n",
+        summary.text(), rate * nodes / 1e9, gbs, report.end_step - report.start_step, report.dt,
+        static_cast<double>(report.end_step) * report.dt, report.final_state.integral[0]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_angio_command(CLI::App& app, Action& action) {
+  auto* angio = app.add_subcommand("angio", "Tumour-induced angiogenesis (Anderson & Chaplain 1998, in 3D)");
+  angio->require_subcommand(1);
+  auto a = std::make_shared<AngioArgs>();
+  auto* run = angio->add_subcommand("run", "Run the continuous model (n, f, c) on a 3D or 2D grid");
+  run->add_option("--config", a->config, "Run configuration (TOML; flags override it; keys in docs/angio.md)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--out", a->out, "Output directory (angio.pvd, snapshots/, series.csv, run.json, slice.png ...)")
+      ->required();
+  run->add_option("--model", a->model, "continuous (the hybrid model comes with issue 5)")->capture_default_str();
+  run->add_option("--grid", a->grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
+      ->delimiter(',')
+      ->expected(3);
+  run->add_option("--h", a->h, "Node spacing (default 1/(NX-1))");
+  run->add_option("--dt", a->dt, "Time step k (default: 0.9 x the largest stable k, 2 digits)");
+  run->add_option("--steps", a->steps, "Run until this step (counted from 0, also on restart; default 1000)");
+  run->add_option("--t-max", a->t_max, "Run until this time (steps = ceil(t_max / k))");
+  run->add_option("--output-every", a->output_every, "VTI snapshot every K steps (0: initial and final only)");
+  run->add_option("--series-every", a->series_every, "series.csv row every K steps (default 10; 0: none)");
+  run->add_option("--checkpoint-every", a->checkpoint_every, "Write out/checkpoint.ckpt every K steps (0: never)");
+  run->add_option("--precision", a->precision, "fp32 (default) or fp64");
+  run->add_option("--form", a->form, "n equation: expanded (the papers', default) or flux (conservative)");
+  run->add_option("--initial", a->initial, "Initial TAF: linear (source at x = 1, default) or tumour");
+  run->add_option("--initial-file", a->initial_file, "Initial n, f, c from a .vti file (grid from the file)");
+  run->add_option("--restart", a->restart, "Resume from a checkpoint (bitwise equal to an uninterrupted run)");
+  run->add_option("--seed", a->seed, "Random seed (recorded; the continuous model is deterministic)");
+  run->add_flag("--force", a->force, "Run even when the stability check refuses the step");
+  run->add_flag("--no-quicklook", a->no_quicklook, "Skip slice.png, mip_n.png and slice.svg");
+  add_common_run_options(*run, a->common);
+  run->callback([&action, a, run] {
+    for (const char* flag : {"--grid", "--h", "--dt", "--precision", "--form", "--initial", "--initial-file"})
+      if (run->count(flag) > 0) a->given_physics.push_back(flag);
+    action = [a] { return run_angio(*a); };
+  });
+}
+
+}  // namespace simkit::cli

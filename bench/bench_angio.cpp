@@ -1,0 +1,164 @@
+// angio benchmarks: the continuous model's explicit step at Darbyshire's size, 400 x 400 x 140
+// nodes (22.4 M), A&C's initial state (linear TAF), expanded form, series output off unless said.
+// Counters: steps/s, node updates/s, effective bandwidth (24 bytes per node and step in fp32, 48 in
+// fp64: read n, f, c once, write them once) and its fraction of the device's copy bandwidth,
+// measured here with cudaMemcpy device-to-device on a buffer of one step's size (read + write
+// counted). Variants of the cuda kernel: plane chunks (chunk=K planes per block column, 0 = all)
+// and the naive one-thread-per-node kernel, the baseline of docs/performance.md.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "angio/angio.hpp"
+#include "angio/cuda_tuning.hpp"
+#include "core/cuda_info.hpp"
+#ifdef SIMKIT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+using namespace simkit;
+using namespace simkit::angio;
+
+Grid bench_grid(int which) {
+  if (which == 0) return Grid{400, 400, 140, 1.0 / 399};
+  if (which == 1) return Grid{200, 200, 70, 1.0 / 199};
+  return Grid{2048, 2048, 1, 1.0 / 2047};
+}
+
+template <class T>
+const Fields<T>& initial(int which) {
+  static std::map<int, Fields<T>> cache;
+  auto it = cache.find(which);
+  if (it == cache.end()) it = cache.emplace(which, initial_fields<T>(bench_grid(which), InitialParams{})).first;
+  return it->second;
+}
+
+double copy_bandwidth_gbs = 0;  // measured once, read + write bytes per second / 1e9
+
+#ifdef SIMKIT_HAVE_CUDA
+void measure_copy_bandwidth() {
+  const std::size_t bytes = 22400000ull * 12;  // one fp32 step's reads (= its writes)
+  void *a = nullptr, *b = nullptr;
+  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) return;
+  cudaMemset(a, 0, bytes);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+  float best = 1e30f;
+  for (int r = 0; r < 20; ++r) {
+    cudaEventRecord(start);
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    best = std::min(best, ms);
+  }
+  copy_bandwidth_gbs = 2.0 * static_cast<double>(bytes) / (best * 1e-3) / 1e9;
+  cudaFree(a);
+  cudaFree(b);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+void BM_CopyBandwidth(benchmark::State& state) {
+  if (!cuda_status().usable) {
+    state.SkipWithError("no usable CUDA device");
+    return;
+  }
+  for (auto _ : state) measure_copy_bandwidth();
+  state.counters["copy_GBps"] = copy_bandwidth_gbs;
+}
+BENCHMARK(BM_CopyBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+#endif
+
+// Args: backend (1 reference, 2 cpu, 3 cuda), precision (0 fp32, 1 fp64), grid (0, 1, 2),
+// form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
+// (cuda: the block's tile is tile by 256 / tile nodes).
+template <class T>
+void run_case(benchmark::State& state) {
+  const auto backend = static_cast<Backend>(state.range(0));
+  const int which = static_cast<int>(state.range(2));
+  if (backend == Backend::Cuda && !cuda_status().usable) {
+    state.SkipWithError("no usable CUDA device");
+    return;
+  }
+  Problem p;
+  p.grid = bench_grid(which);
+  p.precision = std::is_same_v<T, float> ? Precision::Fp32 : Precision::Fp64;
+  p.form = state.range(3) == 1 ? Form::Flux : Form::Expanded;
+  const Fields<T>& u0 = initial<T>(which);
+  p.dt = 0.5 * check_stability(p, u0).largest_stable_k;
+  RunOptions options;
+  std::unique_ptr<Solver<T>> solver;
+  if (backend == Backend::Cuda) {
+    detail::cuda::Tuning tuning;
+    tuning.chunk = static_cast<int>(state.range(4));
+    tuning.naive = state.range(5) != 0;
+    tuning.tile_x = static_cast<int>(state.range(7));
+    solver = detail::cuda::make<T>(p, u0, 0, tuning);
+  } else {
+    solver = make_solver<T>(p, u0, backend, options);
+  }
+  const bool series = state.range(6) != 0;
+  const std::int64_t steps = backend == Backend::Cuda ? 10 : 1;
+  solver->advance(1, false);  // warm-up
+  for (auto _ : state) solver->advance(steps, series);
+  const double total_steps = static_cast<double>(state.iterations() * steps);
+  const double nodes = static_cast<double>(p.grid.nodes());
+  state.counters["steps_per_s"] = benchmark::Counter(total_steps, benchmark::Counter::kIsRate);
+  state.counters["Gnode_updates_per_s"] = benchmark::Counter(total_steps * nodes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["effective_GBps"] =
+      benchmark::Counter(total_steps * nodes * bytes_per_node_step(p.precision) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(solver->device());
+}
+
+void BM_AngioFp32(benchmark::State& state) { run_case<float>(state); }
+void BM_AngioFp64(benchmark::State& state) { run_case<double>(state); }
+
+void cuda_cases(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile"});
+  for (int tile : {32, 64, 128}) {
+    for (int chunk : {0, 8, 16, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, tile});
+    b->Args({3, 0, 0, 0, 0, 1, 0, tile});  // naive kernel
+  }
+  b->Args({3, 0, 0, 0, 16, 0, 1, 32});  // series every call (10 steps)
+  b->Args({3, 0, 0, 1, 16, 0, 0, 32});  // flux form
+  b->Args({3, 0, 0, 1, 0, 1, 0, 32});   // flux form, naive
+  b->Args({3, 0, 1, 0, 16, 0, 0, 32});  // 200 x 200 x 70
+  b->Args({3, 0, 2, 0, 16, 0, 0, 32});  // 2048 x 2048 (2D)
+  b->Args({2, 0, 0, 0, 0, 0, 0, 32});   // cpu
+  b->Args({1, 0, 0, 0, 0, 0, 0, 32});   // reference
+}
+void cuda_cases64(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile"});
+  for (int tile : {32, 64}) {
+    b->Args({3, 1, 0, 0, 16, 0, 0, tile});
+    b->Args({3, 1, 0, 0, 0, 1, 0, tile});
+  }
+  b->Args({2, 1, 0, 0, 0, 0, 0, 32});
+  b->Args({1, 1, 0, 0, 0, 0, 0, 32});
+}
+BENCHMARK(BM_AngioFp32)->Apply(cuda_cases)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+#ifdef SIMKIT_HAVE_CUDA
+  if (cuda_status().usable) {
+    initialize_cuda_device(0);
+    measure_copy_bandwidth();
+    benchmark::AddCustomContext("copy_GBps_read_plus_write", std::to_string(copy_bandwidth_gbs));
+  }
+#endif
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

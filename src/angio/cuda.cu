@@ -1,0 +1,357 @@
+// angio cuda backend. The step kernel marches each (i, j) column of a tile up through a chunk of
+// planes, keeping the column's own n, f, c at l-1, l, l+1 in registers, so each value comes from
+// DRAM about once per step (in-plane neighbours hit L1/L2). Every node runs update_node (model.hpp),
+// the same code and operand order as reference; with --fmad=false the fields are bitwise equal to
+// reference's (tests/angio/solver_cuda_test.cu checks it). Series reductions are fused into the
+// step that produces the state: per-block partials, then one block combines them in fixed order.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "angio/cuda_tuning.hpp"
+#include "angio/kernels.hpp"
+#include "core/cuda_check.cuh"
+#include "core/cuda_info.hpp"
+
+namespace simkit::angio::detail::cuda {
+namespace {
+
+using ::simkit::cuda::DeviceBuffer;
+using ::simkit::cuda::DeviceGuard;
+
+constexpr int kThreads = 256;
+// Blocks per SM the register budget must allow: the step kernels without the reduction fit
+// 64 registers in fp32 (4 blocks of 256 threads), which hides memory latency better.
+template <class T, bool kReduce>
+constexpr int kMinBlocks = (!kReduce && sizeof(T) == 4) ? 4 : 1;
+
+// 9 numbers per partial: integrals of n, f, c (weighted, before h^dims), then mins, then maxes.
+struct Partial {
+  double v[9];
+};
+
+__device__ inline double nan_min_d(double acc, double x) { return (x != x || x < acc) ? x : acc; }
+__device__ inline double nan_max_d(double acc, double x) { return (x != x || x > acc) ? x : acc; }
+
+__device__ inline void combine(Partial& a, const Partial& b) {
+  for (int q = 0; q < 3; ++q) {
+    a.v[q] += b.v[q];
+    a.v[3 + q] = nan_min_d(a.v[3 + q], b.v[3 + q]);
+    a.v[6 + q] = nan_max_d(a.v[6 + q], b.v[6 + q]);
+  }
+}
+
+__device__ inline void empty(Partial& p) {
+  for (int q = 0; q < 3; ++q) {
+    p.v[q] = 0;
+    p.v[3 + q] = __longlong_as_double(0x7ff0000000000000LL);  // +inf
+    p.v[6 + q] = __longlong_as_double(0xfff0000000000000LL);  // -inf
+  }
+}
+
+// Fixed-order block reduction (shuffle tree, then the warps' results in warp order): the same
+// inputs give the same bits on every run.
+__device__ void block_reduce(Partial& p, Partial* out) {
+  __shared__ Partial warp_results[kThreads / 32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Partial other;
+    for (int q = 0; q < 9; ++q) other.v[q] = __shfl_down_sync(0xffffffffu, p.v[q], offset);
+    combine(p, other);
+  }
+  if (lane == 0) warp_results[warp] = p;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Partial total = warp_results[0];
+    for (int w = 1; w < kThreads / 32; ++w) combine(total, warp_results[w]);
+    *out = total;
+  }
+}
+
+__device__ inline double weight(int i, int n) { return (n > 1 && (i == 0 || i == n - 1)) ? 0.5 : 1.0; }
+
+template <class T>
+__device__ inline void accumulate(Partial& p, double w, T n, T f, T c) {
+  const double x[3] = {static_cast<double>(n), static_cast<double>(f), static_cast<double>(c)};
+  for (int q = 0; q < 3; ++q) {
+    p.v[q] += w * x[q];
+    p.v[3 + q] = nan_min_d(p.v[3 + q], x[q]);
+    p.v[6 + q] = nan_max_d(p.v[6 + q], x[q]);
+  }
+}
+
+struct Dims {
+  int nx, ny, nz;
+  long long plane;  // nx * ny
+  int tile_x;       // block tile tile_x by kThreads / tile_x
+};
+
+// Blocks are 1D (kThreads); the tile position comes from blockIdx.x/y, the chunk of planes from
+// blockIdx.z. kReduce: also reduce the new state into partials[block].
+template <class T, int kDims, bool kFlux, bool kReduce, int kMin = kMinBlocks<T, kReduce>>
+__global__ void __launch_bounds__(kThreads, kMin)
+    march_kernel(Dims g, ModelParams m, StepConstants<T> sc, int chunk, const T* __restrict__ n,
+                 const T* __restrict__ f, const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out,
+                 T* __restrict__ c_out, Partial* __restrict__ partials) {
+  const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
+  const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
+  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  Partial part;
+  if (kReduce) empty(part);
+  if (i < g.nx && j < g.ny) {
+    // Addressing is most of the integer work: walk pointers up the column and reach the in-plane
+    // neighbours through 32-bit offsets (+-1, +-nx, mirrored at the boundary).
+    const long long col = static_cast<long long>(j) * g.nx + i;
+    const int ip = upper_neighbour(i, g.nx) - i, im = lower_neighbour(i, g.nx) - i;
+    const int jp = (upper_neighbour(j, g.ny) - j) * g.nx, jm = (lower_neighbour(j, g.ny) - j) * g.nx;
+    const double wij = kReduce ? weight(i, g.nx) * weight(j, g.ny) : 0.0;
+    const long long start = l0 * g.plane + col;
+    const T *pn = n + start, *pf = f + start, *pc = c + start;
+    T *qn = n_out + start, *qf = f_out + start, *qc = c_out + start;
+    // The column's values at l-1, l and l+1 in registers; the plane after l+1 is requested one
+    // iteration ahead, so its DRAM latency overlaps this plane's arithmetic.
+    long long rel = (lower_neighbour(l0, g.nz) - l0) * g.plane;
+    T n_lo = __ldg(pn + rel), f_lo = __ldg(pf + rel), c_lo = __ldg(pc + rel);
+    T n_mid = __ldg(pn), f_mid = __ldg(pf), c_mid = __ldg(pc);
+    rel = (upper_neighbour(l0, g.nz) - l0) * g.plane;
+    T n_hi = __ldg(pn + rel), f_hi = __ldg(pf + rel), c_hi = __ldg(pc + rel);
+    for (int l = l0; l < l1; ++l) {
+      // At the top of the grid the prefetched value is not used; clamping keeps the read inside.
+      const long long ahead = (upper_neighbour(min(l + 1, g.nz - 1), g.nz) - l) * g.plane;
+      const T n_next = __ldg(pn + ahead), f_next = __ldg(pf + ahead), c_next = __ldg(pc + ahead);
+      Stencil<T> s;
+      T nn[7];
+      s.c[0] = c_mid;
+      s.f[0] = f_mid;
+      nn[0] = n_mid;
+      const int off[4] = {ip, im, jp, jm};
+#pragma unroll
+      for (int d = 0; d < 4; ++d) {
+        s.c[1 + d] = __ldg(pc + off[d]);
+        s.f[1 + d] = __ldg(pf + off[d]);
+        nn[1 + d] = __ldg(pn + off[d]);
+      }
+      s.c[5] = c_hi;
+      s.f[5] = f_hi;
+      nn[5] = n_hi;
+      s.c[6] = c_lo;
+      s.f[6] = f_lo;
+      nn[6] = n_lo;
+      T n_new, f_new, c_new;
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new);
+      *qn = n_new;
+      *qf = f_new;
+      *qc = c_new;
+      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+      n_lo = n_mid, f_lo = f_mid, c_lo = c_mid;
+      n_mid = n_hi, f_mid = f_hi, c_mid = c_hi;
+      n_hi = n_next, f_hi = f_next, c_hi = c_next;
+      pn += g.plane, pf += g.plane, pc += g.plane;
+      qn += g.plane, qf += g.plane, qc += g.plane;
+    }
+  }
+  if (kReduce) {
+    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    block_reduce(part, partials + block);
+  }
+}
+
+// The straightforward kernel, one thread per node with all 21 loads through the caches; kept as
+// the benchmark's baseline (docs/performance.md).
+template <class T, int kDims, bool kFlux>
+__global__ void __launch_bounds__(kThreads, (kMinBlocks<T, false>))
+    naive_kernel(Dims g, ModelParams m, StepConstants<T> sc, const T* __restrict__ n, const T* __restrict__ f,
+                 const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
+  const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
+  const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
+  const int l = blockIdx.z;
+  if (i >= g.nx || j >= g.ny) return;
+  const long long nb[7] = {l * g.plane + static_cast<long long>(j) * g.nx + i,
+                           l * g.plane + static_cast<long long>(j) * g.nx + upper_neighbour(i, g.nx),
+                           l * g.plane + static_cast<long long>(j) * g.nx + lower_neighbour(i, g.nx),
+                           l * g.plane + static_cast<long long>(upper_neighbour(j, g.ny)) * g.nx + i,
+                           l * g.plane + static_cast<long long>(lower_neighbour(j, g.ny)) * g.nx + i,
+                           upper_neighbour(l, g.nz) * g.plane + static_cast<long long>(j) * g.nx + i,
+                           lower_neighbour(l, g.nz) * g.plane + static_cast<long long>(j) * g.nx + i};
+  Stencil<T> s;
+  T nn[7];
+#pragma unroll
+  for (int d = 0; d < 7; ++d) {
+    s.c[d] = __ldg(c + nb[d]);
+    s.f[d] = __ldg(f + nb[d]);
+    nn[d] = __ldg(n + nb[d]);
+  }
+  update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_out[nb[0]], f_out[nb[0]], c_out[nb[0]]);
+}
+
+// Reductions of a state without stepping (the initial row): the same per-block partials.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(Dims g, int chunk, const T* __restrict__ n, const T* __restrict__ f, const T* __restrict__ c,
+                  Partial* __restrict__ partials) {
+  const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
+  const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
+  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  Partial part;
+  empty(part);
+  if (i < g.nx && j < g.ny) {
+    const double wij = weight(i, g.nx) * weight(j, g.ny);
+    for (int l = l0; l < l1; ++l) {
+      const long long at = l * g.plane + static_cast<long long>(j) * g.nx + i;
+      accumulate(part, wij * weight(l, g.nz), n[at], f[at], c[at]);
+    }
+  }
+  const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  block_reduce(part, partials + block);
+}
+
+// One block combines the partials: thread t takes t, t + 256, ... in order, then the block tree.
+__global__ void __launch_bounds__(kThreads)
+    finish_kernel(const Partial* __restrict__ partials, int count, Partial* __restrict__ out) {
+  Partial part;
+  empty(part);
+  for (int b = threadIdx.x; b < count; b += kThreads) combine(part, partials[b]);
+  block_reduce(part, out);
+}
+
+template <class T>
+class CudaSolver final : public Solver<T> {
+ public:
+  CudaSolver(const Problem& p, const Fields<T>& initial, int device, const Tuning& tuning)
+      : device_(device), guard_(device), g_(p.grid), m_(p.model), sc_(step_constants<T>(p)), tuning_(tuning) {
+    const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
+    dims_ = Dims{g_.nx, g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x};
+    chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, g_.nz) : g_.nz;
+    grid_ = dim3((g_.nx + tile_x - 1) / tile_x, (g_.ny + tile_y - 1) / tile_y, (g_.nz + chunk_ - 1) / chunk_);
+    blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
+    for (int s = 0; s < 2; ++s) {
+      n_[s].resize(g_.nodes());
+      f_[s].resize(g_.nodes());
+      c_[s].resize(g_.nodes());
+    }
+    n_[0].upload(initial.n);
+    f_[0].upload(initial.f);
+    c_[0].upload(initial.c);
+    partials_.resize(static_cast<std::size_t>(blocks_));
+    total_.resize(1);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  Reductions advance(std::int64_t steps, bool reduce) override {
+    DeviceGuard guard(device_);
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const bool last = reduce && s + 1 == steps;
+      const int in = cur_, out = 1 - cur_;
+      if (g_.nz > 1) {
+        sc_.flux ? launch<3, true>(in, out, last) : launch<3, false>(in, out, last);
+      } else {
+        sc_.flux ? launch<2, true>(in, out, last) : launch<2, false>(in, out, last);
+      }
+      SIMKIT_CUDA_CHECK_LAUNCH();
+      cur_ = out;
+    }
+    if (!reduce) {
+      SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+      return Reductions{};
+    }
+    if (tuning_.naive) return this->reduce();
+    return finish(blocks_);
+  }
+
+  Reductions reduce() override {
+    DeviceGuard guard(device_);
+    reduce_kernel<T>
+        <<<grid_, kThreads>>>(dims_, chunk_, n_[cur_].data(), f_[cur_].data(), c_[cur_].data(), partials_.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    return finish(blocks_);
+  }
+
+  void read(Fields<T>& out) override {
+    DeviceGuard guard(device_);
+    out.n = n_[cur_].to_host();
+    out.f = f_[cur_].to_host();
+    out.c = c_[cur_].to_host();
+  }
+
+  std::string device() const override { return device_name_; }
+
+  void set_device_name(std::string name) { device_name_ = std::move(name); }
+
+ private:
+  template <int kDims, bool kFlux>
+  void launch(int in, int out, bool reduce) {
+    if (tuning_.naive) {
+      const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(g_.nz));
+      naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
+                                                        n_[out].data(), f_[out].data(), c_[out].data());
+    } else if (reduce) {
+      march_kernel<T, kDims, kFlux, true><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
+                                                               c_[in].data(), n_[out].data(), f_[out].data(),
+                                                               c_[out].data(), partials_.data());
+    } else {
+      march_kernel<T, kDims, kFlux, false><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
+                                                                c_[in].data(), n_[out].data(), f_[out].data(),
+                                                                c_[out].data(), nullptr);
+    }
+  }
+
+  Reductions finish(int count) {
+    finish_kernel<<<1, kThreads>>>(partials_.data(), count, total_.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    const std::vector<Partial> total = total_.to_host();
+    Reductions r;
+    for (int q = 0; q < 3; ++q) {
+      r.integral[q] = total[0].v[q];
+      r.min[q] = total[0].v[3 + q];
+      r.max[q] = total[0].v[6 + q];
+    }
+    scale_integrals(r, g_);
+    return r;
+  }
+
+  int device_;
+  DeviceGuard guard_;
+  Grid g_;
+  ModelParams m_;
+  StepConstants<T> sc_;
+  Tuning tuning_;
+  Dims dims_{};
+  int chunk_ = 1, blocks_ = 0, cur_ = 0;
+  dim3 grid_;
+  DeviceBuffer<T> n_[2], f_[2], c_[2];
+  DeviceBuffer<Partial> partials_, total_;
+  std::string device_name_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning) {
+  auto solver = std::make_unique<CudaSolver<T>>(problem, initial, device, tuning);
+  solver->set_device_name(device_description(Backend::Cuda, device, 0));
+  return solver;
+}
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device) {
+  // Measured on an H100 (docs/performance.md): in fp64 the one-thread-per-node kernel moves more
+  // bytes per second than the marching one (2.41 against 2.12 TB/s); in fp32 the marching kernel
+  // with 16-plane chunks wins (2.15 against 1.86 TB/s).
+  Tuning tuning;
+  tuning.naive = std::is_same_v<T, double>;
+  return make<T>(problem, initial, device, tuning);
+}
+
+std::size_t free_memory(int device) {
+  DeviceGuard guard(device);
+  std::size_t free = 0, total = 0;
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int);
+
+}  // namespace simkit::angio::detail::cuda

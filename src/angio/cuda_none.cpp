@@ -1,0 +1,27 @@
+// Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
+#include "angio/cuda_tuning.hpp"
+#include "angio/kernels.hpp"
+#include "core/error.hpp"
+
+namespace simkit::angio::detail::cuda {
+
+namespace {
+[[noreturn]] void no_cuda() { throw UserError("--backend cuda: this simkit was built without CUDA support"); }
+}  // namespace
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int, const Tuning&) {
+  no_cuda();
+}
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int) {
+  no_cuda();
+}
+std::size_t free_memory(int) { no_cuda(); }
+
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int);
+
+}  // namespace simkit::angio::detail::cuda

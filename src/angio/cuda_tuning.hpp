@@ -1,0 +1,18 @@
+#pragma once
+// Knobs of the cuda backend's step kernel, for benchmarks and tests (the CLI uses the defaults).
+#include <memory>
+
+#include "angio/angio.hpp"
+
+namespace simkit::angio::detail::cuda {
+
+struct Tuning {
+  int chunk = 16;      // planes per block column (0: all of them; 16 measured best, docs/performance.md)
+  bool naive = false;  // one thread per node, every load through the caches (baseline)
+  int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
+};
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning);
+
+}  // namespace simkit::angio::detail::cuda

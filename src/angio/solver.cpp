@@ -1,0 +1,112 @@
+// Backend dispatch, problem validation and the capacity check.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "angio/kernels.hpp"
+#include "angio/run.hpp"
+#include "core/error.hpp"
+
+namespace simkit::angio {
+
+template <class T>
+std::unique_ptr<Solver<T>> make_solver(const Problem& problem, const Fields<T>& initial, Backend backend,
+                                       const RunOptions& options) {
+  switch (backend) {
+    case Backend::Reference:
+      return detail::reference::make<T>(problem, initial);
+    case Backend::Cpu:
+      return detail::cpu::make<T>(problem, initial, options.threads);
+    case Backend::Cuda:
+      return detail::cuda::make<T>(problem, initial, options.device);
+    case Backend::Auto:
+      break;
+  }
+  throw InternalError("angio::make_solver: backend not resolved");
+}
+
+template std::unique_ptr<Solver<float>> make_solver<float>(const Problem&, const Fields<float>&, Backend,
+                                                           const RunOptions&);
+template std::unique_ptr<Solver<double>> make_solver<double>(const Problem&, const Fields<double>&, Backend,
+                                                             const RunOptions&);
+
+void validate(const Problem& p) {
+  const Grid& g = p.grid;
+  auto require = [](bool ok, const char* field, const std::string& problem) {
+    if (!ok) throw UserError(fmt::format("{}: {}", field, problem));
+  };
+  require(g.nx >= 2 && g.ny >= 2 && g.nz >= 1, "--grid",
+          fmt::format("{},{},{}: need NX >= 2, NY >= 2, NZ >= 1 (NZ = 1 is the 2D model)", g.nx, g.ny, g.nz));
+  require(std::isfinite(g.h) && g.h > 0, "--h", fmt::format("{}: the spacing must be a positive number", g.h));
+  require(std::isfinite(p.dt) && p.dt > 0, "--dt", fmt::format("{}: the step must be a positive number", p.dt));
+  const ModelParams& m = p.model;
+  const std::pair<const char*, double> params[] = {{"diffusion (D)", m.diffusion},
+                                                   {"chemotaxis (chi0)", m.chemotaxis},
+                                                   {"chemo_saturation (alpha)", m.chemo_saturation},
+                                                   {"haptotaxis (rho)", m.haptotaxis},
+                                                   {"fn_production (beta)", m.fn_production},
+                                                   {"fn_uptake (gamma)", m.fn_uptake},
+                                                   {"taf_uptake (eta)", m.taf_uptake},
+                                                   {"taf_diffusion (D_c)", m.taf_diffusion}};
+  for (const auto& [name, value] : params)
+    require(std::isfinite(value) && value >= 0, "model parameter",
+            fmt::format("{} = {}: must be a finite number >= 0", name, value));
+  const InitialParams& ip = p.initial;
+  require(std::isfinite(ip.eps1) && ip.eps1 > 0 && std::isfinite(ip.eps2) && ip.eps2 > 0 && std::isfinite(ip.eps3) &&
+              ip.eps3 > 0,
+          "initial", "eps1, eps2 and eps3 must be positive numbers");
+  require(ip.sine_frequency >= 0, "initial", fmt::format("m = {}: must be >= 0", ip.sine_frequency));
+}
+
+namespace {
+
+// MemAvailable from /proc/meminfo in bytes (0 when unknown: then the check is skipped).
+std::size_t host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream fields(line.substr(13));
+      std::size_t kb = 0;
+      fields >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+}  // namespace
+
+void check_capacity(const Problem& p, Backend backend, int device) {
+  const double nodes = static_cast<double>(p.grid.nx) * p.grid.ny * p.grid.nz;
+  if (nodes > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 64)) {
+    throw UserError(fmt::format("--grid {},{},{}: too many nodes", p.grid.nx, p.grid.ny, p.grid.nz));
+  }
+  const double value = p.precision == Precision::Fp32 ? 4.0 : 8.0;
+  // Host: the initial/read-back fields (3 arrays), plus the two states of reference/cpu (6 arrays).
+  const double host = nodes * value * (backend == Backend::Cuda ? 3.0 : 9.0);
+  const std::size_t available = host_available_bytes();
+  if (available > 0 && host > static_cast<double>(available)) {
+    throw UserError(
+        fmt::format("--grid {},{},{}: the {} run needs {} of host memory and {} is available; use a smaller grid{}",
+                    p.grid.nx, p.grid.ny, p.grid.nz, p.precision == Precision::Fp32 ? "fp32" : "fp64", gib(host),
+                    gib(static_cast<double>(available)), backend == Backend::Cuda ? "" : " or --backend cuda"));
+  }
+  if (backend == Backend::Cuda) {
+    const double device_bytes = nodes * value * 6.0 + 64.0 * 1024 * 1024;
+    const std::size_t free = detail::cuda::free_memory(device);
+    if (device_bytes > static_cast<double>(free)) {
+      throw UserError(fmt::format("--grid {},{},{}: the run needs {} of GPU memory and device {} has {} free",
+                                  p.grid.nx, p.grid.ny, p.grid.nz, gib(device_bytes), device,
+                                  gib(static_cast<double>(free))));
+    }
+  }
+}
+
+}  // namespace simkit::angio
