@@ -35,6 +35,26 @@ if [ "$mode" != "--bench-only" ]; then
     rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "$name" "${total:-?}" "${passed:-0}" "${skipped:-0}" "${failn:-0}" "$ms")")
   done
 fi
+if [ "$mode" != "--bench-only" ]; then
+  # angio through the CLI on the GPU: cuda and cpu write the same bits, and a run restarted from
+  # its checkpoint ends bitwise equal to the uninterrupted one (outputs in /tmp: they are large).
+  s="$bundle/simkit" d=/tmp/simkit-angio-cli
+  rm -rf "$d" && mkdir -p "$d"
+  start=$(date +%s%N)
+  ok=1
+  args=(angio run --grid 100,100,40 --form flux -q)
+  "$s" "${args[@]}" --steps 200 --backend cuda --out "$d/cuda" > "$out/angio-cli.log" 2>&1 || ok=0
+  "$s" "${args[@]}" --steps 200 --backend cpu --out "$d/cpu" >> "$out/angio-cli.log" 2>&1 || ok=0
+  cmp "$d/cuda/snapshots/angio_000200.vti" "$d/cpu/snapshots/angio_000200.vti" >> "$out/angio-cli.log" 2>&1 || ok=0
+  "$s" "${args[@]}" --steps 100 --checkpoint-every 100 --backend cuda --out "$d/r" >> "$out/angio-cli.log" 2>&1 || ok=0
+  "$s" angio run --restart "$d/r/checkpoint.ckpt" --steps 200 --backend cuda --out "$d/r" -q >> "$out/angio-cli.log" 2>&1 || ok=0
+  cmp "$d/r/snapshots/angio_000200.vti" "$d/cuda/snapshots/angio_000200.vti" >> "$out/angio-cli.log" 2>&1 || ok=0
+  cmp "$d/r/series.csv" "$d/cuda/series.csv" >> "$out/angio-cli.log" 2>&1 || ok=0
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $ok -eq 1 ] || { failed=1; cat "$out/angio-cli.log"; }
+  rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio CLI cuda=cpu, restart" 3 $((ok * 3)) 0 $((3 - ok * 3)) "$ms")")
+  rm -rf "$d"
+fi
 if [ "$mode" != "--tests-only" ]; then
   for b in "$bundle"/bench_*; do
     [ -x "$b" ] || continue

@@ -144,7 +144,7 @@ int run_angio(AngioArgs& a) {
   const double rate = report.compute_seconds > 0 ? steps / report.compute_seconds : 0;
   const double nodes = static_cast<double>(report.nodes);
   const double gbs = rate * nodes * bytes_per_node_step(report.precision) / 1e9;
-  if (!a.common.quiet && report.stability.negative_weight_fraction > 0) {
+  if (!a.common.quiet && report.form == Form::Expanded && report.stability.negative_weight_fraction > 0) {
     fmt::print(stderr,
                "simkit: note: at {:.3g} % of the nodes some of P1..P6 is negative (mesh Peclet number > 2, no step "
                "fixes it): the expanded form can make n negative there; --form flux keeps n >= 0\n",

@@ -200,6 +200,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   report.dt = problem.dt;
   report.nodes = g.nodes();
   report.precision = problem.precision;
+  report.form = problem.form;
   report.final_state = (!series.empty() && series.back().step == step) ? series.back().r : solver->reduce();
 
   if (settings.series_every > 0) {

@@ -38,6 +38,7 @@ struct RunReport {
   double dt = 0;  // the step used (chosen by the run when RunSettings::auto_dt)
   std::size_t nodes = 0;
   Precision precision = Precision::Fp32;
+  Form form = Form::Expanded;
   double compute_seconds = 0;  // time inside the solver (steps and fused reductions)
   double wall_seconds = 0;     // everything, I/O included
   StabilityReport stability;
