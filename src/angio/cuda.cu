@@ -99,26 +99,26 @@ __global__ void __launch_bounds__(kThreads, kMin)
   Partial part;
   if (kReduce) empty(part);
   if (i < g.nx && j < g.ny) {
-    // Addressing is most of the integer work: walk pointers up the column and reach the in-plane
-    // neighbours through 32-bit offsets (+-1, +-nx, mirrored at the boundary).
-    const long long col = static_cast<long long>(j) * g.nx + i;
+    // 32-bit node indices (the solver falls back to the naive kernel beyond 2^31 nodes): each
+    // address is then one IMAD.WIDE from the array base, which halves the integer work.
+    const int plane = static_cast<int>(g.plane);
+    const int col = j * g.nx + i;
     const int ip = upper_neighbour(i, g.nx) - i, im = lower_neighbour(i, g.nx) - i;
     const int jp = (upper_neighbour(j, g.ny) - j) * g.nx, jm = (lower_neighbour(j, g.ny) - j) * g.nx;
     const double wij = kReduce ? weight(i, g.nx) * weight(j, g.ny) : 0.0;
-    const long long start = l0 * g.plane + col;
-    const T *pn = n + start, *pf = f + start, *pc = c + start;
-    T *qn = n_out + start, *qf = f_out + start, *qc = c_out + start;
+    const int here0 = l0 * plane + col;
     // The column's values at l-1, l and l+1 in registers; the plane after l+1 is requested one
     // iteration ahead, so its DRAM latency overlaps this plane's arithmetic.
-    long long rel = (lower_neighbour(l0, g.nz) - l0) * g.plane;
-    T n_lo = __ldg(pn + rel), f_lo = __ldg(pf + rel), c_lo = __ldg(pc + rel);
-    T n_mid = __ldg(pn), f_mid = __ldg(pf), c_mid = __ldg(pc);
-    rel = (upper_neighbour(l0, g.nz) - l0) * g.plane;
-    T n_hi = __ldg(pn + rel), f_hi = __ldg(pf + rel), c_hi = __ldg(pc + rel);
+    int at = lower_neighbour(l0, g.nz) * plane + col;
+    T n_lo = __ldg(n + at), f_lo = __ldg(f + at), c_lo = __ldg(c + at);
+    T n_mid = __ldg(n + here0), f_mid = __ldg(f + here0), c_mid = __ldg(c + here0);
+    at = upper_neighbour(l0, g.nz) * plane + col;
+    T n_hi = __ldg(n + at), f_hi = __ldg(f + at), c_hi = __ldg(c + at);
     for (int l = l0; l < l1; ++l) {
+      const int here = l * plane + col;  // < nodes < 2^31: no overflow
       // At the top of the grid the prefetched value is not used; clamping keeps the read inside.
-      const long long ahead = (upper_neighbour(min(l + 1, g.nz - 1), g.nz) - l) * g.plane;
-      const T n_next = __ldg(pn + ahead), f_next = __ldg(pf + ahead), c_next = __ldg(pc + ahead);
+      const int ahead = upper_neighbour(min(l + 1, g.nz - 1), g.nz) * plane + col;
+      const T n_next = __ldg(n + ahead), f_next = __ldg(f + ahead), c_next = __ldg(c + ahead);
       Stencil<T> s;
       T nn[7];
       s.c[0] = c_mid;
@@ -127,9 +127,10 @@ __global__ void __launch_bounds__(kThreads, kMin)
       const int off[4] = {ip, im, jp, jm};
 #pragma unroll
       for (int d = 0; d < 4; ++d) {
-        s.c[1 + d] = __ldg(pc + off[d]);
-        s.f[1 + d] = __ldg(pf + off[d]);
-        nn[1 + d] = __ldg(pn + off[d]);
+        const int at_d = here + off[d];
+        s.c[1 + d] = __ldg(c + at_d);
+        s.f[1 + d] = __ldg(f + at_d);
+        nn[1 + d] = __ldg(n + at_d);
       }
       s.c[5] = c_hi;
       s.f[5] = f_hi;
@@ -139,15 +140,13 @@ __global__ void __launch_bounds__(kThreads, kMin)
       nn[6] = n_lo;
       T n_new, f_new, c_new;
       update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new);
-      *qn = n_new;
-      *qf = f_new;
-      *qc = c_new;
+      n_out[here] = n_new;
+      f_out[here] = f_new;
+      c_out[here] = c_new;
       if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
       n_lo = n_mid, f_lo = f_mid, c_lo = c_mid;
       n_mid = n_hi, f_mid = f_hi, c_mid = c_hi;
       n_hi = n_next, f_hi = f_next, c_hi = c_next;
-      pn += g.plane, pf += g.plane, pc += g.plane;
-      qn += g.plane, qf += g.plane, qc += g.plane;
     }
   }
   if (kReduce) {
@@ -219,6 +218,8 @@ class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const Fields<T>& initial, int device, const Tuning& tuning)
       : device_(device), guard_(device), g_(p.grid), m_(p.model), sc_(step_constants<T>(p)), tuning_(tuning) {
+    // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
+    if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
     dims_ = Dims{g_.nx, g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x};
     chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, g_.nz) : g_.nz;

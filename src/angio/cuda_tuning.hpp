@@ -7,7 +7,7 @@
 namespace simkit::angio::detail::cuda {
 
 struct Tuning {
-  int chunk = 16;      // planes per block column (0: all of them; 16 measured best, docs/performance.md)
+  int chunk = 8;       // planes per block column (0: all of them; 8 to 35 measured best, docs/performance.md)
   bool naive = false;  // one thread per node, every load through the caches (baseline)
   int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
 };
