@@ -55,6 +55,13 @@ int run_angio(AngioArgs& a) {
     s.restart = read_checkpoint(a.restart);
     s.restart_source = a.restart;
     s.problem = s.restart->problem;
+    // The interrupted run's output cadence and --force carry over (flags below may change them).
+    const nlohmann::json& run = s.restart->run;
+    s.series_every = run.value("series_every", s.series_every);
+    s.output_every = run.value("output_every", s.output_every);
+    s.checkpoint_every = run.value("checkpoint_every", s.checkpoint_every);
+    s.quicklook = run.value("quicklook", s.quicklook);
+    a.force = a.force || run.value("force", false);
   } else {
     ConfigFile cfg;
     if (!a.config.empty()) cfg = read_config(a.config);
@@ -82,6 +89,10 @@ int run_angio(AngioArgs& a) {
       p.grid = Grid{a.grid[0], a.grid[1], a.grid[2], 0};
     }
     if (initial_file) {
+      if (a.h || cfg.h) throw UserError("--h: the spacing comes from --initial-file; leave --h (and grid.h) out");
+      if (!a.initial.empty() || cfg.taf) {
+        throw UserError("--initial: the fields come from --initial-file; leave --initial (and initial.taf) out");
+      }
       s.initial = read_vti(*initial_file);
       p.initial_file = initial_file->string();
       const Grid& fg = s.initial->grid;
@@ -150,7 +161,7 @@ int run_angio(AngioArgs& a) {
                "fixes it): the expanded form can make n negative there; --form flux keeps n >= 0\n",
                100 * report.stability.negative_weight_fraction);
   }
-  if (!a.common.quiet && report.dt > report.stability.largest_stable_k) {
+  if (!a.common.quiet && a.force && a.restart.empty() && report.dt > report.stability.largest_stable_k) {
     fmt::print(stderr, "simkit: note: --force: k = {:.6g} exceeds the {} limit {:.6g}\n", report.dt,
                report.stability.binding_limit, report.stability.largest_stable_k);
   }

@@ -1056,7 +1056,7 @@ Problem problem_from_json(const json& j, const std::string& source) {
 
 template <class T>
 void write_checkpoint(const fs::path& path, const Problem& problem, std::int64_t step, std::uint64_t seed,
-                      const Fields<T>& fields) {
+                      const Fields<T>& fields, const json& run) {
   check_field_sizes(problem.grid, fields, "write_checkpoint");
   const Precision precision = sizeof(T) == 4 ? Precision::Fp32 : Precision::Fp64;
   if (precision != problem.precision) {
@@ -1074,7 +1074,8 @@ void write_checkpoint(const fs::path& path, const Problem& problem, std::int64_t
                     {"byte_order", "little"},
                     {"simkit_version", build.version},
                     {"simkit_commit", build.commit},
-                    {"checksum", checksum.hex()}};
+                    {"checksum", checksum.hex()},
+                    {"run", run}};
   const std::string text = header.dump();
   AtomicFile file(path);
   std::ostream& out = file.stream();
@@ -1163,6 +1164,7 @@ Checkpoint read_checkpoint(const fs::path& path) {
   cp.problem = problem_from_json(field("problem"), file);
   cp.step = r.int64(field("step"), "step");
   cp.seed = r.uint64(field("seed"), "seed");
+  if (const auto it = header.find("run"); it != header.end() && it->is_object()) cp.run = *it;
   const Precision precision =
       r.choice<Precision>(field("precision"), "precision", {{"fp32", Precision::Fp32}, {"fp64", Precision::Fp64}});
   const std::uint64_t nodes = r.uint64(field("nodes"), "nodes");
@@ -1273,9 +1275,9 @@ std::vector<fs::path> write_quicklook(const fs::path& dir, const Grid& grid, con
 template void write_vti<float>(const fs::path&, const Grid&, const Fields<float>&);
 template void write_vti<double>(const fs::path&, const Grid&, const Fields<double>&);
 template void write_checkpoint<float>(const fs::path&, const Problem&, std::int64_t, std::uint64_t,
-                                      const Fields<float>&);
+                                      const Fields<float>&, const json&);
 template void write_checkpoint<double>(const fs::path&, const Problem&, std::int64_t, std::uint64_t,
-                                       const Fields<double>&);
+                                       const Fields<double>&, const json&);
 template std::vector<fs::path> write_quicklook<float>(const fs::path&, const Grid&, const Fields<float>&);
 template std::vector<fs::path> write_quicklook<double>(const fs::path&, const Grid&, const Fields<double>&);
 

@@ -55,12 +55,13 @@ struct Checkpoint {
   Problem problem;
   std::int64_t step = 0;
   std::uint64_t seed = 0;
-  Fields<float> fp32;   // filled when problem.precision == Fp32
-  Fields<double> fp64;  // filled when problem.precision == Fp64
+  Fields<float> fp32;                             // filled when problem.precision == Fp32
+  Fields<double> fp64;                            // filled when problem.precision == Fp64
+  nlohmann::json run = nlohmann::json::object();  // the writer's run settings (output cadence, force)
 };
 template <class T>
 void write_checkpoint(const std::filesystem::path& path, const Problem& problem, std::int64_t step, std::uint64_t seed,
-                      const Fields<T>& fields);
+                      const Fields<T>& fields, const nlohmann::json& run = nlohmann::json::object());
 Checkpoint read_checkpoint(const std::filesystem::path& path);
 
 // Quick look for people: `slice.png` (the mid-plane l = nz/2 of n, f and c side by side, each with

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <regex>
 
@@ -53,7 +54,10 @@ std::vector<SnapshotEntry> existing_snapshots(const std::filesystem::path& out, 
     std::smatch match;
     const std::string file = entry.path().filename().string();
     if (!std::regex_match(file, match, name)) continue;
-    const std::int64_t step = std::stoll(match[1].str());
+    std::int64_t step = 0;
+    const std::string digits = match[1].str();
+    const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (err != std::errc() || end != digits.data() + digits.size()) continue;  // not one of ours
     if (step <= upto) found.push_back({step, SnapshotEntry{static_cast<double>(step) * dt, "snapshots/" + file}});
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -81,23 +85,33 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   } else {
     initial = initial_fields<T>(g, problem.initial);
   }
-  if (settings.restart && start >= settings.steps) {
-    throw UserError(fmt::format("--steps {}: the checkpoint {} is already at step {}", settings.steps,
-                                settings.restart_source, start));
-  }
   report.start_step = start;
   report.stability = check_stability(problem, initial);
   if (settings.auto_dt) {
     const double k = 0.9 * report.stability.largest_stable_k;
-    if (!std::isfinite(k)) throw UserError("--dt: no stability limit applies to this problem; give --dt");
+    if (!std::isfinite(k) || !(k > 0)) {
+      throw UserError(fmt::format("--dt: no automatic step: the largest stable k is {} ({}); give --dt (and --force)",
+                                  report.stability.largest_stable_k, report.stability.binding_limit));
+    }
     // Two significant digits, rounded down, written the way a person would type it.
     const int exponent = static_cast<int>(std::floor(std::log10(k))) - 1;
     const double mantissa = std::floor(k / std::pow(10.0, exponent));
     settings.problem.dt = std::stod(fmt::format("{:.0f}e{}", mantissa, exponent));
+    validate(settings.problem);
   }
   if (settings.t_max) {
-    settings.steps = static_cast<std::int64_t>(std::ceil(*settings.t_max / problem.dt - 1e-9));
-    if (settings.steps < 1) settings.steps = 1;
+    const double steps = std::ceil(*settings.t_max / problem.dt - 1e-9);
+    if (!std::isfinite(*settings.t_max) || !(steps < 4.0e18)) {
+      throw UserError(fmt::format("--t-max {}: needs {} steps of k = {:.6g}; give a finite, smaller end time",
+                                  *settings.t_max, steps, problem.dt));
+    }
+    settings.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));
+  }
+  if (settings.restart && start >= settings.steps) {
+    throw UserError(fmt::format("{} {}: the checkpoint {} is already at step {} (t = {:.6g}); nothing to do",
+                                settings.t_max ? "--t-max" : "--steps",
+                                settings.t_max ? fmt::format("{}", *settings.t_max) : std::to_string(settings.steps),
+                                settings.restart_source, start, static_cast<double>(start) * problem.dt));
   }
   // A restart continues a run that was accepted (or forced) from its own initial state.
   enforce_stability(problem, report.stability, settings.force || settings.restart.has_value());
@@ -113,13 +127,19 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (start > 0) {
     std::error_code ec;
     if (settings.series_every > 0 && std::filesystem::exists(series_path, ec)) {
+      // Only the rows an uninterrupted run has: step 0 and multiples of series_every (the
+      // interrupted run also wrote one at its own last step).
       for (const SeriesRow& row : read_series_csv(series_path))
-        if (row.step <= start) series.push_back(row);
+        if (row.step <= start && (row.step == 0 || row.step % settings.series_every == 0)) series.push_back(row);
     }
-    snapshots = existing_snapshots(settings.out, start, problem.dt);
+    for (const SnapshotEntry& e : existing_snapshots(settings.out, start, problem.dt)) {
+      const auto step_of = static_cast<std::int64_t>(std::llround(e.t / problem.dt));
+      if (step_of == 0 || (settings.output_every > 0 && step_of % settings.output_every == 0)) snapshots.push_back(e);
+    }
   }
 
   auto solver = make_solver<T>(problem, initial, backend, options);
+  initial = Fields<T>{};  // the solver has its own copy; check_capacity counts on this
   report.device = solver->device();
   Fields<T> host;  // read-back buffer
   bool host_current = false;
@@ -190,8 +210,15 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     if (series_row) add_series(r);
     if ((settings.output_every > 0 && step % settings.output_every == 0) || step == settings.steps) snapshot();
     if (settings.checkpoint_every > 0 && (step % settings.checkpoint_every == 0 || step == settings.steps)) {
-      write_checkpoint(checkpoint_path, problem, step, options.seed, fetch());
+      // series.csv first: a crash between the two then leaves the series ahead of the checkpoint,
+      // never behind it (a restart keeps only rows up to its step).
       if (settings.series_every > 0) write_series_csv(series_path, series);
+      write_checkpoint(checkpoint_path, problem, step, options.seed, fetch(),
+                       nlohmann::json{{"series_every", settings.series_every},
+                                      {"output_every", settings.output_every},
+                                      {"checkpoint_every", settings.checkpoint_every},
+                                      {"quicklook", settings.quicklook},
+                                      {"force", settings.force}});
     }
     if (options.progress)
       options.progress(static_cast<double>(step - start), static_cast<double>(settings.steps - start));

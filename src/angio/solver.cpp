@@ -89,7 +89,8 @@ void check_capacity(const Problem& p, Backend backend, int device) {
     throw UserError(fmt::format("--grid {},{},{}: too many nodes", p.grid.nx, p.grid.ny, p.grid.nz));
   }
   const double value = p.precision == Precision::Fp32 ? 4.0 : 8.0;
-  // Host: the initial/read-back fields (3 arrays), plus the two states of reference/cpu (6 arrays).
+  // Host: the initial fields or the read-back buffer (3 arrays; run() frees the first before it
+  // allocates the second), plus the two states of reference/cpu (6 arrays).
   const double host = nodes * value * (backend == Backend::Cuda ? 3.0 : 9.0);
   const std::size_t available = host_available_bytes();
   if (available > 0 && host > static_cast<double>(available)) {
@@ -99,6 +100,11 @@ void check_capacity(const Problem& p, Backend backend, int device) {
                     gib(static_cast<double>(available)), backend == Backend::Cuda ? "" : " or --backend cuda"));
   }
   if (backend == Backend::Cuda) {
+    // CUDA grids are at most 65535 blocks in y and z: the kernels use ceil(NY / 8) and NZ.
+    if (p.grid.ny > 8 * 65535 || p.grid.nz > 65535) {
+      throw UserError(fmt::format("--grid {},{},{}: the cuda backend takes NY <= {} and NZ <= 65535", p.grid.nx,
+                                  p.grid.ny, p.grid.nz, 8 * 65535));
+    }
     const double device_bytes = nodes * value * 6.0 + 64.0 * 1024 * 1024;
     const std::size_t free = detail::cuda::free_memory(device);
     if (device_bytes > static_cast<double>(free)) {

@@ -18,6 +18,7 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
   const ModelParams& m = problem.model;
   const int dims = g.dims();
   const double inf = std::numeric_limits<double>::infinity();
+  const double h2 = g.h * g.h;
   double worst_expanded = 0, worst_flux = 0, worst_speed2 = 0, max_n = 0;
   std::int64_t negative_nodes = 0;
 #pragma omp parallel for schedule(static) reduction(max : worst_expanded, worst_flux, worst_speed2, max_n) \
@@ -65,11 +66,12 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
       }
     }
   }
-  const double h2 = g.h * g.h;
   StabilityReport r;
   const double dmax = std::max(m.diffusion, m.taf_diffusion);
   r.diffusion_limit = dmax > 0 ? h2 / (2 * dims * dmax) : inf;
-  const double rate = std::max(m.fn_uptake, m.taf_uptake) * max_n;
+  // f' = f (1 - k gamma n) + k beta n and c' = c (1 - k (eta n + 2 dims D_c / h^2)) + neighbours:
+  // both coefficients must stay >= 0 (the c one also bounds TAF diffusion's checkerboard mode).
+  const double rate = std::max(m.fn_uptake * max_n, m.taf_uptake * max_n + 2 * dims * m.taf_diffusion / h2);
   r.reaction_limit = rate > 0 ? 1 / rate : inf;
   r.expanded_limit = worst_expanded > 0 ? h2 / worst_expanded : inf;
   r.advection_limit = worst_speed2 > 0 ? (m.diffusion > 0 ? 2 * m.diffusion / worst_speed2 : 0.0) : inf;
@@ -82,7 +84,7 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
   const bool expanded = problem.form == Form::Expanded;
   const Limit limits[] = {
       {"diffusion (k <= h^2 / (2 dims max(D, D_c)))", r.diffusion_limit},
-      {"reaction (k max(gamma, eta) max n <= 1)", r.reaction_limit},
+      {"reaction (k max(gamma n, eta n + 2 dims D_c / h^2) <= 1)", r.reaction_limit},
       expanded ? Limit{"expanded-form (P0 >= 0 at every node)", r.expanded_limit}
                : Limit{"flux-form (upwinded outflow a sum <= 1 at every node)", r.flux_limit},
       expanded ? Limit{"expanded-form advection (k |u|^2 <= 2 D, von Neumann)", r.advection_limit}

@@ -316,6 +316,69 @@ TEST(AngioCli, UnstableStepIsRefusedUnlessForced) {
   EXPECT_TRUE(std::isnan(rows.back().r.integral[0]));
 }
 
+// A run stopped at a step that is not a multiple of its output cadence and resumed without
+// repeating the output flags (the checkpoint carries them) ends with the same series.csv,
+// angio.pvd and final snapshot as the uninterrupted run: the interrupted run's extra last row
+// and snapshot are dropped.
+TEST(AngioCli, RestartKeepsTheOutputCadenceOfTheCheckpoint) {
+  TempDir tmp;
+  const std::vector<std::string> problem = {"--grid",         "41,41,1", "--form",         "flux",
+                                            "--dt",           "0.02",    "--series-every", "30",
+                                            "--output-every", "50",      "--no-quicklook"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = problem;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const fs::path a = tmp / "a", b = tmp / "b";
+  CommandResult r = angio_run(a, with({"--steps", "200"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = angio_run(b, with({"--steps", "100", "--checkpoint-every", "100"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = angio_run(b, {"--restart", (b / "checkpoint.ckpt").string(), "--steps", "200", "--no-quicklook"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(slurp(a / "series.csv"), slurp(b / "series.csv"));
+  EXPECT_EQ(slurp(a / "angio.pvd"), slurp(b / "angio.pvd"));
+  EXPECT_EQ(slurp(a / "snapshots" / "angio_000200.vti"), slurp(b / "snapshots" / "angio_000200.vti"));
+  // A stray file that looks like a snapshot with an absurd step is ignored, not a crash.
+  std::ofstream(b / "snapshots" / "angio_99999999999999999999999.vti") << "x";
+  r = angio_run(b, {"--restart", (b / "checkpoint.ckpt").string(), "--steps", "210", "--no-quicklook"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+}
+
+TEST(AngioCli, RestartWithTMaxCountsFromTheCheckpointTime) {
+  TempDir tmp;
+  const fs::path a = tmp / "a";
+  CommandResult r = angio_run(a, {"--grid", "21,21,1", "--form", "flux", "--dt", "0.05", "--steps", "40",
+                                  "--checkpoint-every", "40", "--no-quicklook"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  // t = 2 at the checkpoint: --t-max 3 means step 60; --t-max 1 is already behind it.
+  r = angio_run(a, {"--restart", (a / "checkpoint.ckpt").string(), "--t-max", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(json::parse(r.out).at("end_step").get<int>(), 60);
+  r = angio_run(a, {"--restart", (a / "checkpoint.ckpt").string(), "--t-max", "1"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "already at step 60")) << r.err;
+}
+
+TEST(AngioCli, DegenerateStepsAreRefused) {
+  TempDir tmp;
+  const fs::path cfg = tmp.write("d0.toml", "[parameters]\nD = 0.0\n");
+  // D = 0: the expanded form's advection limit is 0, so there is no automatic step.
+  expect_user_error({"--config", cfg.string(), "--grid", "21,21,1", "--steps", "10"}, {"--dt", "largest stable k"});
+  expect_user_error({"--grid", "21,21,1", "--form", "flux", "--dt", "0.01", "--t-max", "inf"}, {"--t-max"});
+  expect_user_error({"--grid", "21,21,1", "--form", "flux", "--dt", "1e-300", "--t-max", "1", "--force"}, {"--t-max"});
+}
+
+TEST(AngioCli, InitialFileFixesSpacingAndFields) {
+  TempDir tmp;
+  const Grid g{9, 7, 1, 0.125};
+  write_vti(tmp / "start.vti", g, initial_fields<double>(g, InitialParams{}));
+  expect_user_error({"--initial-file", (tmp / "start.vti").string(), "--h", "0.5", "--steps", "2"}, {"--h"});
+  expect_user_error({"--initial-file", (tmp / "start.vti").string(), "--initial", "tumour", "--steps", "2"},
+                    {"--initial"});
+}
+
 TEST(AngioCli, RestartErrors) {
   TempDir tmp;
   const fs::path ckpt_dir = tmp / "ckpt";
