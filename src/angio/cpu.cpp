@@ -15,7 +15,7 @@ class CpuSolver final : public Solver<T> {
  public:
   CpuSolver(const Problem& p, const Fields<T>& initial, int threads)
       : g_(p.grid),
-        m_(p.model),
+        m_(typed<T>(p.model)),
         sc_(step_constants<T>(p)),
         threads_(effective_threads(threads)),
         u_(initial),
@@ -66,7 +66,7 @@ class CpuSolver final : public Solver<T> {
   }
 
   Grid g_;
-  ModelParams m_;
+  TypedModelParams<T> m_;
   StepConstants<T> sc_;
   int threads_;
   Fields<T> u_, next_;

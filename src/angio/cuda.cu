@@ -90,7 +90,7 @@ struct Dims {
 // blockIdx.z. kReduce: also reduce the new state into partials[block].
 template <class T, int kDims, bool kFlux, bool kReduce, int kMin = kMinBlocks<T, kReduce>>
 __global__ void __launch_bounds__(kThreads, kMin)
-    march_kernel(Dims g, ModelParams m, StepConstants<T> sc, int chunk, const T* __restrict__ n,
+    march_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const T* __restrict__ n,
                  const T* __restrict__ f, const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out,
                  T* __restrict__ c_out, Partial* __restrict__ partials) {
   const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
 // the benchmark's baseline (docs/performance.md).
 template <class T, int kDims, bool kFlux>
 __global__ void __launch_bounds__(kThreads, (kMinBlocks<T, false>))
-    naive_kernel(Dims g, ModelParams m, StepConstants<T> sc, const T* __restrict__ n, const T* __restrict__ f,
+    naive_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, const T* __restrict__ n, const T* __restrict__ f,
                  const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
   const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
   const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
@@ -217,7 +217,7 @@ template <class T>
 class CudaSolver final : public Solver<T> {
  public:
   CudaSolver(const Problem& p, const Fields<T>& initial, int device, const Tuning& tuning)
-      : device_(device), guard_(device), g_(p.grid), m_(p.model), sc_(step_constants<T>(p)), tuning_(tuning) {
+      : device_(device), guard_(device), g_(p.grid), m_(typed<T>(p.model)), sc_(step_constants<T>(p)), tuning_(tuning) {
     // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
     if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
@@ -313,7 +313,7 @@ class CudaSolver final : public Solver<T> {
   int device_;
   DeviceGuard guard_;
   Grid g_;
-  ModelParams m_;
+  TypedModelParams<T> m_;
   StepConstants<T> sc_;
   Tuning tuning_;
   Dims dims_{};

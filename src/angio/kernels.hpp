@@ -71,8 +71,8 @@ inline void neighbour_indices(const Grid& g, int i, int j, int l, std::size_t nb
 // One row of the host backends: updates nodes i = 0..nx-1 of row (j, l) from `in` into `out` and,
 // when `row` is not null, reduces the new values into it.
 template <class T>
-void step_row(const Grid& g, const ModelParams& m, const StepConstants<T>& sc, const T* n, const T* f, const T* c,
-              T* n_out, T* f_out, T* c_out, int j, int l, Reductions* row) {
+void step_row(const Grid& g, const TypedModelParams<T>& m, const StepConstants<T>& sc, const T* n, const T* f,
+              const T* c, T* n_out, T* f_out, T* c_out, int j, int l, Reductions* row) {
   for (int i = 0; i < g.nx; ++i) {
     std::size_t nb[7];
     neighbour_indices(g, i, j, l, nb);

@@ -17,8 +17,22 @@ struct ModelParams {
   double taf_diffusion = 0.0;     // D_c
 };
 
+// The parameters in the solver's precision. The model functions below take either ModelParams
+// (doubles, converted where used) or these, converted once on the host: the values are the same
+// casts, so the results are the same bits, and kernels skip the conversions.
 template <class T>
-SIMKIT_HD inline T chemotactic_sensitivity(const ModelParams& m, T c) {
+struct TypedModelParams {
+  T diffusion, chemotaxis, chemo_saturation, haptotaxis, fn_production, fn_uptake, taf_uptake, taf_diffusion;
+};
+template <class T>
+TypedModelParams<T> typed(const ModelParams& m) {
+  return {static_cast<T>(m.diffusion),  static_cast<T>(m.chemotaxis),    static_cast<T>(m.chemo_saturation),
+          static_cast<T>(m.haptotaxis), static_cast<T>(m.fn_production), static_cast<T>(m.fn_uptake),
+          static_cast<T>(m.taf_uptake), static_cast<T>(m.taf_diffusion)};
+}
+
+template <class T, class P>
+SIMKIT_HD inline T chemotactic_sensitivity(const P& m, T c) {
   return static_cast<T>(m.chemotaxis) / (T(1) + static_cast<T>(m.chemo_saturation) * c);
 }
 
@@ -35,8 +49,8 @@ struct Stencil {
 //   P1, P2 = a D -/+ (a / 4) [chi (c(i+1) - c(i-1)) + rho (f(i+1) - f(i-1))], likewise P3, P4 (j), P5, P6 (l).
 // n_new = P0 n + P1 n(i+1) + P2 n(i-1) + P3 n(j+1) + P4 n(j-1) + P5 n(l+1) + P6 n(l-1).
 // As tip weights: P0 stay, P1 to i-1, P2 to i+1, P3 to j-1, P4 to j+1, P5 to l-1, P6 to l+1.
-template <int kDims, class T>
-SIMKIT_HD inline void movement_coefficients_fixed(const ModelParams& m, T a, const Stencil<T>& s, T p[7]) {
+template <int kDims, class T, class P>
+SIMKIT_HD inline void movement_coefficients_fixed(const P& m, T a, const Stencil<T>& s, T p[7]) {
   constexpr int dims = kDims;
   const T D = static_cast<T>(m.diffusion), rho = static_cast<T>(m.haptotaxis);
   const T alpha = static_cast<T>(m.chemo_saturation);
@@ -63,8 +77,8 @@ SIMKIT_HD inline void movement_coefficients_fixed(const ModelParams& m, T a, con
 }
 
 // The same with the dimension known at run time (host code, tests).
-template <class T>
-SIMKIT_HD inline void movement_coefficients(const ModelParams& m, T a, int dims, const Stencil<T>& s, T p[7]) {
+template <class T, class P>
+SIMKIT_HD inline void movement_coefficients(const P& m, T a, int dims, const Stencil<T>& s, T p[7]) {
   if (dims == 3) {
     movement_coefficients_fixed<3>(m, a, s, p);
   } else {
@@ -86,13 +100,13 @@ struct StepConstants {
 // upwind density. Both nodes of a face evaluate it with the same operands in the same order, so
 // what leaves one node enters the other exactly; at a mirror ghost it is exactly minus the
 // interior face's flux, which makes the trapezoid-weighted integral of n telescope.
-template <class T>
-SIMKIT_HD inline T face_velocity(const ModelParams& m, T c_lo, T c_hi, T f_lo, T f_hi) {
+template <class T, class P>
+SIMKIT_HD inline T face_velocity(const P& m, T c_lo, T c_hi, T f_lo, T f_hi) {
   return chemotactic_sensitivity(m, (c_lo + c_hi) / T(2)) * (c_hi - c_lo) +
          static_cast<T>(m.haptotaxis) * (f_hi - f_lo);
 }
-template <class T>
-SIMKIT_HD inline T face_flux(const ModelParams& m, T c_lo, T c_hi, T f_lo, T f_hi, T n_lo, T n_hi) {
+template <class T, class P>
+SIMKIT_HD inline T face_flux(const P& m, T c_lo, T c_hi, T f_lo, T f_hi, T n_lo, T n_hi) {
   const T v = face_velocity(m, c_lo, c_hi, f_lo, f_hi);
   return v > T(0) ? v * n_lo : v * n_hi;
 }
@@ -104,9 +118,9 @@ SIMKIT_HD inline T face_flux(const ModelParams& m, T c_lo, T c_hi, T f_lo, T f_h
 //   f' = f + k (beta n - gamma n f),   c' = c + k (D_c Lap c / h^2 - eta n c)
 // Dimension and form are template parameters so that every loop unrolls and the 7-point arrays
 // stay in registers on the GPU; update_node below picks the instance at run time.
-template <int kDims, bool kFlux, class T>
-SIMKIT_HD inline void update_node_fixed(const ModelParams& m, const StepConstants<T>& sc, const T n[7],
-                                        const Stencil<T>& s, T& n_out, T& f_out, T& c_out) {
+template <int kDims, bool kFlux, class T, class P>
+SIMKIT_HD inline void update_node_fixed(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
+                                        T& n_out, T& f_out, T& c_out) {
   constexpr int dims = kDims;
   T n_new;
   if constexpr (kFlux) {
@@ -139,9 +153,9 @@ SIMKIT_HD inline void update_node_fixed(const ModelParams& m, const StepConstant
   c_out = c0 + sc.k * (taf_diffusion - static_cast<T>(m.taf_uptake) * n0 * c0);
 }
 
-template <class T>
-SIMKIT_HD inline void update_node(const ModelParams& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
-                                  T& n_out, T& f_out, T& c_out) {
+template <class T, class P>
+SIMKIT_HD inline void update_node(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s, T& n_out,
+                                  T& f_out, T& c_out) {
   if (sc.dims == 3) {
     if (sc.flux) {
       update_node_fixed<3, true>(m, sc, n, s, n_out, f_out, c_out);

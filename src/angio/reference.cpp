@@ -52,8 +52,8 @@ void step_reference(const Grid& g, const ModelParams& m, T k, const Fields<T>& i
   out.c.resize(g.nodes());
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j)
-      detail::step_row(g, m, sc, in.n.data(), in.f.data(), in.c.data(), out.n.data(), out.f.data(), out.c.data(), j, l,
-                       nullptr);
+      detail::step_row(g, typed<T>(m), sc, in.n.data(), in.f.data(), in.c.data(), out.n.data(), out.f.data(),
+                       out.c.data(), j, l, nullptr);
 }
 
 template <class T>
@@ -74,7 +74,7 @@ template <class T>
 class ReferenceSolver final : public Solver<T> {
  public:
   ReferenceSolver(const Problem& p, const Fields<T>& initial)
-      : g_(p.grid), m_(p.model), sc_(step_constants<T>(p)), u_(initial), next_(initial) {}
+      : g_(p.grid), m_(typed<T>(p.model)), sc_(step_constants<T>(p)), u_(initial), next_(initial) {}
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     Reductions total = empty_reductions();
@@ -106,7 +106,7 @@ class ReferenceSolver final : public Solver<T> {
 
  private:
   Grid g_;
-  ModelParams m_;
+  TypedModelParams<T> m_;
   StepConstants<T> sc_;
   Fields<T> u_, next_;
 };
