@@ -1,0 +1,75 @@
+#pragma once
+// angio's hybrid model (issue 5, in progress): discrete endothelial tip cells that move with the
+// continuous model's P0..P6, branch and anastomose into a vessel network (Anderson & Chaplain
+// 1998, section 4; in 3D as in Darbyshire 2015). This first part is the reference backend of one
+// realisation with D_c = 0, where c and f at a node follow closed forms of its occupation time.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "angio/angio.hpp"
+
+namespace simkit::angio {
+
+// Branching probability per step P_n(c): the first row with c <= c_upto gives it.
+struct BranchRule {
+  double c_upto = 0;
+  double probability = 0;
+};
+
+struct HybridParams {
+  double psi = 0.5;  // a sprout may branch once older than psi (time since born or last branched)
+  std::vector<BranchRule> branching = {
+      {0.25, 0.0}, {0.45, 0.2}, {0.6, 0.3}, {0.68, 0.4}, {std::numeric_limits<double>::infinity(), 1.0}};
+  int sprouts = 0;        // initial tips on the parent vessel (0: one per maximum of the initial n)
+  int max_tips = 100000;  // active tips never exceed this (branching stops)
+  double reach_x = 0.95;  // stop when a sprout reaches x >= reach_x (fraction of the box)
+  double t_max = 20;      // or at this time
+};
+
+struct HybridProblem {
+  Grid grid;
+  ModelParams model;
+  double dt = 0;
+  InitialParams initial;
+  HybridParams hybrid;
+};
+
+struct Segment {
+  std::int64_t from = 0, to = 0;  // node indices (adjacent nodes)
+  std::int32_t birth_step = 0;    // the step that made it (0 for the initial sprouts' first segment)
+  std::int32_t generation = 0;    // branch generation of the sprout it belongs to
+};
+
+struct MetricsRow {
+  std::int64_t step = 0;
+  double t = 0;
+  std::int64_t tips = 0, sprouts = 0, branches = 0, anastomoses = 0;
+  double length = 0;  // total segment length (segments x h)
+  double front = 0;   // largest x reached by a sprout
+};
+
+struct Realisation {
+  std::uint64_t seed = 0;
+  std::int64_t steps = 0;
+  bool reached = false;
+  double reach_time = 0;  // when `reached`
+  std::int64_t branches = 0, anastomoses = 0, sprouts = 0;
+  std::int64_t moves = 0, clipped_draws = 0;  // move draws, and those where a negative P was clipped
+  std::vector<Segment> segments;
+  std::vector<MetricsRow> metrics;               // after every step (row 0: the initial state)
+  std::vector<std::int64_t> vessel;              // the parent vessel's nodes (the x = 0 face)
+  std::vector<std::int64_t> occupied;            // every other occupied node, in occupation order
+  std::vector<std::int64_t> branch_points;       // nodes where a branch started
+  std::vector<std::int64_t> anastomosis_points;  // nodes where a tip fused with a vessel or sprout
+  std::vector<std::int64_t> active_tip_nodes;    // at the end
+};
+
+// Checks the problem (grid, step, D_c = 0 for now, table, psi...); UserError naming the field.
+void validate(const HybridProblem& problem);
+
+// One realisation on the serial reference backend; every random draw is keyed by
+// (seed, tip id, step, purpose), so realisation r of --seed S equals a run with --seed S + r.
+Realisation run_hybrid_reference(const HybridProblem& problem, std::uint64_t seed);
+
+}  // namespace simkit::angio

@@ -1,0 +1,183 @@
+// The hybrid model's reference backend (issue 5, first part): the move rule's frequencies, the
+// order-of-events invariants, the network graph's invariants and determinism by seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "angio/hybrid.hpp"
+#include "angio/hybrid_model.hpp"
+#include "core/rng.hpp"
+#include "support/test_support.hpp"
+
+namespace simkit::angio {
+namespace {
+
+HybridProblem small_problem(int nz = 1) {
+  HybridProblem p;
+  p.grid = Grid{61, 61, nz, 1.0 / 60};
+  p.dt = 0.002;
+  p.hybrid.t_max = 2;
+  return p;
+}
+
+// With chi = rho = 0 the weights are P0 = 1 - 2 dims a D and P1..P6 = a D: a tip moves
+// isotropically. choose_move's frequencies over N draws must match the normalised weights of
+// the allowed moves within 5 binomial standard deviations (a false alarm about once in 10^6 tests
+// per direction).
+TEST(AngioHybrid, MovesAreIsotropicWithoutTaxis) {
+  ModelParams m;
+  m.chemotaxis = 0;
+  m.haptotaxis = 0;
+  Stencil<double> s;
+  for (int d = 0; d < 7; ++d) s.c[d] = 0.3 + 0.01 * d, s.f[d] = 0.5 - 0.02 * d;  // gradients that must not matter
+  double p[7];
+  movement_coefficients(m, 100.0, 3, s, p);
+  for (int d = 1; d < 7; ++d) EXPECT_DOUBLE_EQ(p[d], 100.0 * m.diffusion);
+  bool allowed[7] = {true, true, true, true, true, true, true};
+  allowed[2] = false;  // the node the tip came from
+  double total = 0;
+  for (int d = 0; d < 7; ++d) total += allowed[d] ? p[d] : 0;
+  const int n = 200000;
+  int counts[7] = {};
+  RngStream rng(test::test_seed(11), StreamId{1, 2, 3});
+  for (int k = 0; k < n; ++k) {
+    bool clipped = false;
+    ++counts[choose_move(p, allowed, rng.uniform(), clipped)];
+    ASSERT_FALSE(clipped);
+  }
+  for (int d = 0; d < 7; ++d) {
+    const double q = allowed[d] ? p[d] / total : 0.0;
+    const double sd = std::sqrt(n * q * (1 - q));
+    EXPECT_NEAR(counts[d], n * q, 5 * sd + 0.5) << "direction " << d;
+  }
+}
+
+TEST(AngioHybrid, NegativeWeightsAreClippedAndReported) {
+  const double p[7] = {0.5, -0.2, 0.7, 0.0, 0.0, 0.0, 0.0};
+  const bool allowed[7] = {true, true, true, true, true, true, true};
+  bool clipped = false;
+  for (double u : {0.01, 0.3, 0.5, 0.9, 0.999}) {
+    const int d = choose_move(p, allowed, u, clipped);
+    EXPECT_TRUE(clipped);
+    EXPECT_TRUE(d == 0 || d == 2) << d;
+  }
+  const bool none[7] = {};
+  EXPECT_EQ(choose_move(p, none, 0.5, clipped), 0);  // nowhere to go: stay
+}
+
+TEST(AngioHybrid, OccupiedClosedFormsEqualTheStepUpdates) {
+  const double k = 0.01, eta = 0.1, beta = 0.05, gamma = 0.1;
+  double c = 0.8, f = 0.3;
+  for (int m = 1; m <= 500; ++m) {
+    c = c * (1 - k * eta);
+    f = f * (1 - k * gamma) + k * beta;
+    ASSERT_NEAR(occupied_c(0.8, k, eta, m), c, 1e-13);
+    ASSERT_NEAR(occupied_f(0.3, k, beta, gamma, m), f, 1e-13);
+  }
+}
+
+void expect_graph_invariants(const HybridProblem& p, const Realisation& r) {
+  const Grid& g = p.grid;
+  std::set<std::int64_t> occupied(r.vessel.begin(), r.vessel.end());
+  for (std::int64_t node : r.occupied) EXPECT_TRUE(occupied.insert(node).second) << "node occupied twice: " << node;
+  std::set<std::int64_t> reached;
+  for (const Segment& s : r.segments) {
+    auto coords = [&](std::int64_t node, int& i, int& j, int& l) {
+      i = static_cast<int>(node % g.nx);
+      j = static_cast<int>((node / g.nx) % g.ny);
+      l = static_cast<int>(node / (static_cast<std::int64_t>(g.nx) * g.ny));
+    };
+    int i0, j0, l0, i1, j1, l1;
+    coords(s.from, i0, j0, l0);
+    coords(s.to, i1, j1, l1);
+    EXPECT_EQ(std::abs(i0 - i1) + std::abs(j0 - j1) + std::abs(l0 - l1), 1) << "segment joins non-neighbours";
+    EXPECT_TRUE(occupied.count(s.from) && occupied.count(s.to)) << "segment end not occupied";
+    reached.insert(s.to);
+  }
+  for (std::int64_t node : r.occupied)
+    EXPECT_TRUE(reached.count(node)) << "occupied node " << node << " not in the graph";
+  const std::set<std::int64_t> tips(r.active_tip_nodes.begin(), r.active_tip_nodes.end());
+  EXPECT_EQ(tips.size(), r.active_tip_nodes.size()) << "two active tips share a node";
+  for (std::size_t k = 1; k < r.metrics.size(); ++k) {
+    const MetricsRow &a = r.metrics[k - 1], &b = r.metrics[k];
+    EXPECT_LE(b.tips - a.tips, b.branches - a.branches) << "tips grew without branching at step " << b.step;
+    EXPECT_EQ(b.tips - a.tips, (b.branches - a.branches) - (b.anastomoses - a.anastomoses)) << b.step;
+    EXPECT_GE(b.front, a.front);
+  }
+  EXPECT_EQ(r.sprouts, r.metrics.back().sprouts);
+}
+
+TEST(AngioHybrid, NetworksKeepTheirGraphInvariants2dAnd3d) {
+  for (int nz : {1, 21}) {
+    HybridProblem p = small_problem(nz);
+    p.initial.taf = InitialTaf::Tumour;
+    p.hybrid.psi = 0.1;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      SCOPED_TRACE(testing::Message() << "nz " << nz << " seed " << seed);
+      const Realisation r = run_hybrid_reference(p, seed);
+      expect_graph_invariants(p, r);
+    }
+  }
+}
+
+TEST(AngioHybrid, SameSeedSameNetworkOtherSeedOtherNetwork) {
+  HybridProblem p = small_problem();
+  p.hybrid.psi = 0.1;
+  const Realisation a = run_hybrid_reference(p, 42), b = run_hybrid_reference(p, 42), c = run_hybrid_reference(p, 43);
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  for (std::size_t k = 0; k < a.segments.size(); ++k) {
+    EXPECT_EQ(a.segments[k].from, b.segments[k].from);
+    EXPECT_EQ(a.segments[k].to, b.segments[k].to);
+  }
+  bool differ = a.segments.size() != c.segments.size();
+  for (std::size_t k = 0; !differ && k < a.segments.size(); ++k) differ = a.segments[k].to != c.segments[k].to;
+  EXPECT_TRUE(differ);
+}
+
+// Branching needs the sprout to be older than psi: the initial sprouts are born at step 0, so no
+// branch segment (generation >= 1) is made before step psi / k; with psi beyond t_max, none.
+TEST(AngioHybrid, NoBranchingBelowAgePsi) {
+  HybridProblem p = small_problem();
+  p.initial.taf = InitialTaf::Tumour;
+  p.hybrid.branching = {{std::numeric_limits<double>::infinity(), 1.0}};  // always, once old enough
+  p.hybrid.psi = 0.5;
+  std::int64_t branches = 0;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const Realisation r = run_hybrid_reference(p, seed);
+    branches += r.branches;
+    for (const Segment& s : r.segments) {
+      if (s.generation >= 1) {
+        EXPECT_GT(s.birth_step * p.dt, p.hybrid.psi - 1e-12) << "seed " << seed;
+      }
+    }
+  }
+  EXPECT_GT(branches, 0);  // the check above had something to check
+  p.hybrid.psi = 10 * p.hybrid.t_max;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) EXPECT_EQ(run_hybrid_reference(p, seed).branches, 0);
+}
+
+// Up a TAF gradient (the tumour source, strong chemotaxis, no haptotaxis) tips move +x far more
+// often than -x: count the x-moves of every segment over an ensemble.
+TEST(AngioHybrid, TipsClimbTheTafGradient) {
+  HybridProblem p = small_problem();
+  p.initial.taf = InitialTaf::Tumour;
+  p.model.haptotaxis = 0;
+  std::int64_t up = 0, down = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const Realisation r = run_hybrid_reference(p, seed);
+    for (const Segment& s : r.segments) {
+      const std::int64_t di = (s.to % p.grid.nx) - (s.from % p.grid.nx);
+      up += di == 1 ? 1 : 0;
+      down += di == -1 ? 1 : 0;
+    }
+  }
+  std::printf("x-moves up %lld, down %lld\n", static_cast<long long>(up), static_cast<long long>(down));
+  EXPECT_GT(up, 3 * down);
+  EXPECT_GT(up, 50);
+}
+
+}  // namespace
+}  // namespace simkit::angio
