@@ -1,17 +1,21 @@
 // simkit angio run: the continuous Anderson-Chaplain model (docs/angio.md).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "angio/config.hpp"
+#include "angio/hybrid.hpp"
+#include "angio/hybrid_io.hpp"
 #include "angio/io.hpp"
 #include "angio/run.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "core/cuda_info.hpp"
 #include "core/error.hpp"
+#include "core/output.hpp"
 #include "core/report.hpp"
 
 namespace simkit::cli {
@@ -28,6 +32,10 @@ struct AngioArgs {
   std::optional<std::uint64_t> seed;
   bool force = false, no_quicklook = false;
   std::vector<std::string> given_physics;  // flags that fix the problem (refused with --restart)
+  // hybrid model
+  int replicates = 1;
+  std::optional<double> psi, reach_x;
+  std::optional<int> sprouts, max_tips;
 };
 
 template <class E>
@@ -36,13 +44,105 @@ E parse_choice(std::optional<E> value, std::string_view flag, std::string_view t
   return *value;
 }
 
+// simkit angio run --model hybrid (issue 5, in progress: reference and cpu backends, D_c = 0).
+int run_hybrid(AngioArgs& a) {
+  Stopwatch clock;
+  for (const char* flag : {"--restart", "--config", "--initial-file", "--form", "--precision"}) {
+    const bool given = (std::string_view(flag) == "--restart" && !a.restart.empty()) ||
+                       (std::string_view(flag) == "--config" && !a.config.empty()) ||
+                       (std::string_view(flag) == "--initial-file" && !a.initial_file.empty()) ||
+                       (std::string_view(flag) == "--form" && !a.form.empty()) ||
+                       (std::string_view(flag) == "--precision" && !a.precision.empty());
+    if (given) throw UserError(fmt::format("{}: not available with --model hybrid yet", flag));
+  }
+  HybridProblem p;
+  p.grid = a.grid.empty() ? Grid{201, 201, 1, 0} : Grid{a.grid[0], a.grid[1], a.grid[2], 0};
+  if (!a.grid.empty() && a.grid.size() != 3) throw UserError("--grid: expected NX,NY,NZ");
+  if (p.grid.nx < 3 || p.grid.ny < 2 || p.grid.nz < 1) {
+    throw UserError(fmt::format("--grid {},{},{}: the hybrid model needs NX >= 3, NY >= 2, NZ >= 1", p.grid.nx,
+                                p.grid.ny, p.grid.nz));
+  }
+  p.grid.h = a.h.value_or(1.0 / (p.grid.nx - 1));
+  if (!a.initial.empty())
+    p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
+  if (a.psi) p.hybrid.psi = *a.psi;
+  if (a.reach_x) p.hybrid.reach_x = *a.reach_x;
+  if (a.sprouts) p.hybrid.sprouts = *a.sprouts;
+  if (a.max_tips) p.hybrid.max_tips = *a.max_tips;
+  if (a.steps) throw UserError("--steps: the hybrid model runs to --t-max or until a sprout reaches --reach-x");
+  if (a.t_max) p.hybrid.t_max = *a.t_max;
+  // The hybrid model clips negative weights, so only the diffusion limit applies to k.
+  const double limit = p.grid.h * p.grid.h / (2 * p.grid.dims() * p.model.diffusion);
+  if (a.dt) {
+    p.dt = *a.dt;
+    if (p.dt > limit && !a.force) {
+      throw UserError(
+          fmt::format("--dt {:.6g}: unstable: the diffusion limit h^2/(2 dims D) allows at most k = {:.6g}; use "
+                      "--force to run anyway",
+                      p.dt, limit));
+    }
+  } else {
+    const int exponent = static_cast<int>(std::floor(std::log10(0.9 * limit))) - 1;
+    p.dt = std::stod(fmt::format("{:.0f}e{}", std::floor(0.9 * limit / std::pow(10.0, exponent)), exponent));
+  }
+  validate(p);
+  a.common.seed = a.seed.value_or(1);
+  RunOptions options = to_run_options(a.common);
+  const Backend backend =
+      options.backend == Backend::Cuda && a.common.backend == "auto" ? Backend::Cpu : options.backend;
+  Progress progress("angio hybrid", "realisations", a.common.quiet);
+  Stopwatch compute;
+  const std::vector<Realisation> ensemble =
+      run_hybrid_ensemble(p, options.seed, a.replicates, backend, options.threads,
+                          [&](double done, double total) { progress.update(done, total); });
+  const double seconds = compute.seconds();
+  progress.finish();
+
+  const std::filesystem::path out = a.out;
+  ensure_output_directory(out);
+  ensure_output_directory(out / "metrics");
+  for (std::size_t r = 0; r < ensemble.size(); ++r)
+    write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
+  write_ensemble_csv(out / "ensemble.csv", ensemble);
+  write_network_vtp(out / "network.vtp", p, ensemble.front());
+  if (!a.no_quicklook) write_network_png(out, p, ensemble.front());
+  nlohmann::json result = ensemble_summary(ensemble);
+  result["model"] = "hybrid";
+  result["grid"] = {p.grid.nx, p.grid.ny, p.grid.nz};
+  result["h"] = p.grid.h;
+  result["dt"] = p.dt;
+  result["seed"] = options.seed;
+  result["replicates"] = a.replicates;
+  result["backend"] = std::string(to_string(backend));
+  result["seconds"] = seconds;
+  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+
+  RunSummary summary;
+  summary.command = "simkit angio run --model hybrid";
+  summary.backend = std::string(to_string(backend));
+  summary.device = device_description(backend, options.device, options.threads);
+  summary.wall_seconds = clock.seconds();
+  summary.throughput = seconds > 0 ? static_cast<double>(a.replicates) / seconds : 0;
+  summary.throughput_unit = "realisations";
+  summary.extra = {{"replicates", a.replicates}, {"dt", p.dt}, {"out", a.out}, {"summary", result}};
+  if (a.common.json) {
+    summary.print(true);
+  } else {
+    std::int64_t reached = 0;
+    for (const Realisation& r : ensemble) reached += r.reached ? 1 : 0;
+    fmt::print("{}; {} of {} realisations reached x = {:g}\n", summary.text(), reached, a.replicates, p.hybrid.reach_x);
+  }
+  return 0;
+}
+
 int run_angio(AngioArgs& a) {
   Stopwatch clock;
   RunSettings s;
   s.out = a.out;
-  if (a.model != "continuous") {
-    throw UserError(
-        fmt::format("--model {}: this simkit has the continuous model only (the hybrid model is issue 5)", a.model));
+  if (a.model == "hybrid") return run_hybrid(a);
+  if (a.model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", a.model));
+  if (a.replicates != 1 || a.psi || a.reach_x || a.sprouts || a.max_tips) {
+    throw UserError("--replicates, --psi, --reach-x, --sprouts and --max-tips belong to --model hybrid");
   }
   if (!a.restart.empty()) {
     if (!a.given_physics.empty()) {
@@ -207,7 +307,14 @@ void add_angio_command(CLI::App& app, Action& action) {
       ->check(CLI::ExistingFile);
   run->add_option("--out", a->out, "Output directory (angio.pvd, snapshots/, series.csv, run.json, slice.png ...)")
       ->required();
-  run->add_option("--model", a->model, "continuous (the hybrid model comes with issue 5)")->capture_default_str();
+  run->add_option("--model", a->model, "continuous, or hybrid (tip cells; in progress: reference/cpu, D_c = 0)")
+      ->capture_default_str();
+  run->add_option("--replicates", a->replicates, "Hybrid: realisations with seeds S, S+1, ...")
+      ->check(CLI::Range(1, 100000000));
+  run->add_option("--psi", a->psi, "Hybrid: a sprout may branch once older than this (default 0.5)");
+  run->add_option("--sprouts", a->sprouts, "Hybrid: initial tips on the parent vessel (default: one per n maximum)");
+  run->add_option("--max-tips", a->max_tips, "Hybrid: cap on active tips (default 100000)");
+  run->add_option("--reach-x", a->reach_x, "Hybrid: stop when a sprout reaches this fraction of the box (0.95)");
   run->add_option("--grid", a->grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
       ->delimiter(',')
       ->expected(3);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "angio/angio.hpp"
+#include "core/backend.hpp"
 
 namespace simkit::angio {
 
@@ -71,5 +72,12 @@ void validate(const HybridProblem& problem);
 // One realisation on the serial reference backend; every random draw is keyed by
 // (seed, tip id, step, purpose), so realisation r of --seed S equals a run with --seed S + r.
 Realisation run_hybrid_reference(const HybridProblem& problem, std::uint64_t seed);
+
+// Realisations r = 0..replicates-1 with seeds seed + r. Reference runs them one after another,
+// cpu shares them among threads; each equals a single run with its seed, whatever the thread
+// count. `progress(done, total)` is called after each realisation (from one thread at a time).
+// The cuda backend of the hybrid model is not built yet: Backend::Cuda is a UserError.
+std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
+                                             Backend backend, int threads, const ProgressCallback& progress = {});
 
 }  // namespace simkit::angio

@@ -294,4 +294,27 @@ Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
   return r;
 }
 
+std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
+                                             Backend backend, int threads, const ProgressCallback& progress) {
+  validate(problem);
+  if (replicates < 1) throw UserError(fmt::format("--replicates {}: must be >= 1", replicates));
+  if (backend == Backend::Cuda) {
+    throw UserError(
+        "--backend cuda: the hybrid model has no cuda backend yet (issue 5 in progress); use --backend cpu");
+  }
+  std::vector<Realisation> out(static_cast<std::size_t>(replicates));
+  const int workers = backend == Backend::Cpu ? effective_threads(threads) : 1;
+  int done = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
+  for (int r = 0; r < replicates; ++r) {
+    out[static_cast<std::size_t>(r)] = run_hybrid_reference(problem, seed + static_cast<std::uint64_t>(r));
+#pragma omp critical(simkit_angio_hybrid_progress)
+    {
+      ++done;
+      if (progress) progress(done, replicates);
+    }
+  }
+  return out;
+}
+
 }  // namespace simkit::angio

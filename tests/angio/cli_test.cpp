@@ -278,7 +278,7 @@ TEST(AngioCli, BadStepsAreRefused) {
   expect_user_error({"--grid", "9,9,1", "--steps", "0"}, {"--steps"});
   expect_user_error({"--grid", "9,9,1", "--steps", "3", "--form", "upwind"}, {"--form", "upwind"});
   expect_user_error({"--grid", "9,9,1", "--steps", "3", "--precision", "fp16"}, {"--precision", "fp16"});
-  expect_user_error({"--grid", "9,9,1", "--steps", "3", "--model", "hybrid"}, {"--model", "hybrid", "continuous"});
+  expect_user_error({"--grid", "9,9,1", "--steps", "3", "--model", "hybrid"}, {"--steps", "--t-max"});
 }
 
 // 10^13 nodes: far more memory than any host has. The check must come before any allocation or
@@ -377,6 +377,42 @@ TEST(AngioCli, InitialFileFixesSpacingAndFields) {
   expect_user_error({"--initial-file", (tmp / "start.vti").string(), "--h", "0.5", "--steps", "2"}, {"--h"});
   expect_user_error({"--initial-file", (tmp / "start.vti").string(), "--initial", "tumour", "--steps", "2"},
                     {"--initial"});
+}
+
+// The hybrid model through the CLI: an ensemble on cpu equals the same ensemble on reference (any
+// thread count), realisation r of --seed S equals a single run with --seed S + r, and the files exist.
+TEST(AngioCli, HybridEnsembleIsReproducibleAndSplittable) {
+  TempDir tmp;
+  const std::vector<std::string> problem = {"--model", "hybrid", "--grid",    "41,41,1", "--t-max", "1",
+                                            "--psi",   "0.1",    "--initial", "tumour",  "--seed",  "5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = problem;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CommandResult r = angio_run(tmp / "cpu", with({"--replicates", "3", "--backend", "cpu", "--threads", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = angio_run(tmp / "ref", with({"--replicates", "3", "--backend", "reference"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(slurp(tmp / "cpu" / "ensemble.csv"), slurp(tmp / "ref" / "ensemble.csv"));
+  for (const char* f : {"network.vtp", "result.json", "metrics/realisation_00002.csv"})
+    EXPECT_TRUE(fs::exists(tmp / "cpu" / f)) << f;
+  EXPECT_EQ(lines_of(slurp(tmp / "cpu" / "ensemble.csv")).size(), 4u);
+  std::vector<std::string> single = {"--model", "hybrid",    "--grid", "41,41,1", "--t-max", "1",         "--psi",
+                                     "0.1",     "--initial", "tumour", "--seed",  "7",       "--backend", "cpu"};
+  r = angio_run(tmp / "single", single);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(slurp(tmp / "single" / "metrics" / "realisation_00000.csv"),
+            slurp(tmp / "cpu" / "metrics" / "realisation_00002.csv"));
+}
+
+TEST(AngioCli, HybridBadInputIsRefused) {
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--backend", "cuda"}, {"cuda"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--psi", "-1"}, {"--psi"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--reach-x", "1.5"}, {"--reach-x"});
+  expect_user_error({"--grid", "21,21,1", "--replicates", "3"}, {"--model hybrid"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--dt", "10"}, {"--dt", "--force"});
+  expect_user_error({"--model", "hexagonal"}, {"--model"});
 }
 
 TEST(AngioCli, RestartErrors) {

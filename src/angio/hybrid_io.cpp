@@ -1,0 +1,219 @@
+// Files of the hybrid model: the metrics and ensemble tables, the ensemble summary, the network as
+// VTK PolyData and a quick-look projection (hybrid_io.hpp).
+#include "angio/hybrid_io.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/image.hpp"
+#include "core/output.hpp"
+
+namespace simkit::angio {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Exact round trip for doubles (17 significant digits), as the other angio writers.
+std::string exact(double x) { return fmt::format("{:.17g}", x); }
+
+// Total segment length at the end of a realisation (its last metrics row; 0 without rows).
+double final_length(const Realisation& r) { return r.metrics.empty() ? 0.0 : r.metrics.back().length; }
+
+struct NodeIjl {
+  std::int64_t i = 0, j = 0, l = 0;
+};
+
+// A segment naming a node outside the grid is a bug in simkit, not bad input.
+NodeIjl node_ijl(const Grid& g, std::int64_t node, std::string_view who) {
+  const auto nodes = static_cast<std::int64_t>(g.nodes());
+  if (node < 0 || node >= nodes) {
+    throw InternalError(
+        fmt::format("{}: node {} is outside the {}x{}x{} grid ({} nodes)", who, node, g.nx, g.ny, g.nz, nodes));
+  }
+  const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
+  return {node % nx, (node / nx) % ny, node / (nx * ny)};
+}
+
+// Mean and nearest-rank 5th and 95th percentiles of `values`, with their count; null when empty.
+json band(std::vector<double> values) {
+  json j;
+  if (values.empty()) {
+    j["mean"] = nullptr;
+    j["p05"] = nullptr;
+    j["p95"] = nullptr;
+    j["count"] = 0;
+    return j;
+  }
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (const double v : values) sum += v;
+  const std::size_t n = values.size();
+  // Nearest rank: the ceil(q n)-th smallest value (1-based), at least the first.
+  const auto rank = [&](double q) {
+    const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
+    return values[std::clamp<std::size_t>(k, 1, n) - 1];
+  };
+  j["mean"] = sum / static_cast<double>(n);
+  j["p05"] = rank(0.05);
+  j["p95"] = rank(0.95);
+  j["count"] = n;
+  return j;
+}
+
+}  // namespace
+
+void write_metrics_csv(const fs::path& path, const std::vector<MetricsRow>& rows) {
+  std::string text = "step,t,tips,sprouts,branches,anastomoses,length,front\n";
+  for (const MetricsRow& m : rows) {
+    text += fmt::format("{},{},{},{},{},{},{},{}\n", m.step, exact(m.t), m.tips, m.sprouts, m.branches, m.anastomoses,
+                        exact(m.length), exact(m.front));
+  }
+  write_file_atomic(path, text);
+}
+
+void write_ensemble_csv(const fs::path& path, const std::vector<Realisation>& ensemble) {
+  std::string text = "realisation,seed,reach_time,branches,anastomoses,length\n";
+  for (std::size_t r = 0; r < ensemble.size(); ++r) {
+    const Realisation& e = ensemble[r];
+    text += fmt::format("{},{},{},{},{},{}\n", r, e.seed, e.reached ? exact(e.reach_time) : std::string(), e.branches,
+                        e.anastomoses, exact(final_length(e)));
+  }
+  write_file_atomic(path, text);
+}
+
+json ensemble_summary(const std::vector<Realisation>& ensemble) {
+  std::vector<double> reach, branches, anastomoses, length;
+  std::int64_t moves = 0, clipped = 0;
+  for (const Realisation& r : ensemble) {
+    if (r.reached) reach.push_back(r.reach_time);
+    branches.push_back(static_cast<double>(r.branches));
+    anastomoses.push_back(static_cast<double>(r.anastomoses));
+    length.push_back(final_length(r));
+    moves += r.moves;
+    clipped += r.clipped_draws;
+  }
+  json j;
+  j["realisations"] = ensemble.size();
+  j["reach_time"] = band(std::move(reach));
+  j["branches"] = band(std::move(branches));
+  j["anastomoses"] = band(std::move(anastomoses));
+  j["length"] = band(std::move(length));
+  j["moves"] = moves;
+  j["clipped_draws"] = clipped;
+  if (moves > 0) {
+    j["clipped_draw_fraction"] = static_cast<double>(clipped) / static_cast<double>(moves);
+  } else {
+    j["clipped_draw_fraction"] = nullptr;  // no draws: the fraction is undefined
+  }
+  return j;
+}
+
+void write_network_vtp(const fs::path& path, const HybridProblem& problem, const Realisation& r) {
+  const Grid& g = problem.grid;
+  // Points: the segments' nodes, each once, in order of first appearance.
+  std::unordered_map<std::int64_t, std::size_t> point_of;
+  std::vector<std::int64_t> nodes;
+  std::vector<std::size_t> connectivity;
+  connectivity.reserve(2 * r.segments.size());
+  for (const Segment& s : r.segments) {
+    for (const std::int64_t node : {s.from, s.to}) {
+      node_ijl(g, node, "write_network_vtp");
+      const auto [it, added] = point_of.try_emplace(node, nodes.size());
+      if (added) nodes.push_back(node);
+      connectivity.push_back(it->second);
+    }
+  }
+  const std::size_t lines = r.segments.size();
+
+  std::string text =
+      "<?xml version=\"1.0\"?>\n"
+      "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
+      "  <PolyData>\n";
+  text += fmt::format(
+      "    <Piece NumberOfPoints=\"{}\" NumberOfVerts=\"0\" NumberOfLines=\"{}\" NumberOfStrips=\"0\" "
+      "NumberOfPolys=\"0\">\n",
+      nodes.size(), lines);
+  text += "      <Points>\n        <DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"ascii\">\n";
+  for (const std::int64_t node : nodes) {
+    const NodeIjl p = node_ijl(g, node, "write_network_vtp");
+    text += fmt::format("          {} {} {}\n", exact(static_cast<double>(p.i) * g.h),
+                        exact(static_cast<double>(p.j) * g.h), exact(static_cast<double>(p.l) * g.h));
+  }
+  text += "        </DataArray>\n      </Points>\n";
+  text += "      <Lines>\n        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n";
+  for (std::size_t k = 0; k < lines; ++k) {
+    text += fmt::format("          {} {}\n", connectivity[2 * k], connectivity[2 * k + 1]);
+  }
+  text += "        </DataArray>\n        <DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n";
+  for (std::size_t k = 0; k < lines; ++k) text += fmt::format("          {}\n", 2 * (k + 1));
+  text += "        </DataArray>\n      </Lines>\n";
+  text += "      <CellData Scalars=\"birth_time\">\n";
+  text += "        <DataArray type=\"Float64\" Name=\"birth_time\" format=\"ascii\">\n";
+  for (const Segment& s : r.segments) text += "          " + exact(s.birth_step * problem.dt) + "\n";
+  text += "        </DataArray>\n        <DataArray type=\"Int32\" Name=\"generation\" format=\"ascii\">\n";
+  for (const Segment& s : r.segments) text += fmt::format("          {}\n", s.generation);
+  text += "        </DataArray>\n      </CellData>\n    </Piece>\n  </PolyData>\n</VTKFile>\n";
+  write_file_atomic(path, text);
+}
+
+std::vector<fs::path> write_network_png(const fs::path& dir, const HybridProblem& problem, const Realisation& r) {
+  const Grid& g = problem.grid;
+  if (g.nx < 1 || g.ny < 1 || g.nz < 1) {
+    throw InternalError(fmt::format("write_network_png: invalid grid {}x{}x{}", g.nx, g.ny, g.nz));
+  }
+  const bool xz = g.nz > 1;
+  constexpr int kMaxPanel = 800, kGap = 8;
+  constexpr std::uint8_t kVessel = 160, kSegment = 0;
+  // Pixels per node: the panel's longest side at most ~800 px, but each node at least 2 px.
+  const int longest = std::max({g.nx, g.ny, xz ? g.nz : 1});
+  const int scale = std::max(2, kMaxPanel / longest);
+  const int panel_width = g.nx * scale;
+  const int width = xz ? 2 * panel_width + kGap : panel_width;
+  const int height = std::max(g.ny, xz ? g.nz : 1) * scale;
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3, 255);
+
+  // Strokes are `stroke` px wide, centred in each node's scale x scale cell.
+  const int stroke = std::max(2, scale / 2);
+  const int inset = (scale - stroke) / 2;
+  // Fills the stroke between nodes (a0, b0) and (a1, b1) of a panel: a to the right, b up (row 0
+  // of the panel, `rows` nodes high, is the bottom of its cells).
+  const auto fill = [&](int panel, int rows, std::int64_t a0, std::int64_t b0, std::int64_t a1, std::int64_t b1,
+                        std::uint8_t grey) {
+    const int x_left = panel * (panel_width + kGap);
+    const int x0 = x_left + static_cast<int>(std::min(a0, a1)) * scale + inset;
+    const int x1 = x_left + static_cast<int>(std::max(a0, a1)) * scale + inset + stroke;
+    const int y0 = static_cast<int>(std::min(b0, b1)) * scale + inset;
+    const int y1 = static_cast<int>(std::max(b0, b1)) * scale + inset + stroke;
+    for (int y = y0; y < y1; ++y) {
+      const int row = rows * scale - 1 - y;
+      for (int x = x0; x < x1; ++x) {
+        const std::size_t at = (static_cast<std::size_t>(row) * static_cast<std::size_t>(width) + x) * 3;
+        rgb[at] = rgb[at + 1] = rgb[at + 2] = grey;
+      }
+    }
+  };
+
+  // The parent vessel: the x = 0 face, a grey line in each panel.
+  fill(0, g.ny, 0, 0, 0, g.ny - 1, kVessel);
+  if (xz) fill(1, g.nz, 0, 0, 0, g.nz - 1, kVessel);
+  for (const Segment& s : r.segments) {
+    const NodeIjl a = node_ijl(g, s.from, "write_network_png");
+    const NodeIjl b = node_ijl(g, s.to, "write_network_png");
+    fill(0, g.ny, a.i, a.j, b.i, b.j, kSegment);
+    if (xz) fill(1, g.nz, a.i, a.l, b.i, b.l, kSegment);
+  }
+  const fs::path file = dir / "network.png";
+  write_png_rgb(file, width, height, rgb);
+  return {file};
+}
+
+}  // namespace simkit::angio

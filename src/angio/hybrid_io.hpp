@@ -1,0 +1,37 @@
+#pragma once
+// Files of the hybrid model (issue 5): per-realisation metrics, the ensemble table and summary,
+// the network as VTK PolyData, and a quick-look projection. Writers are atomic (core/output.hpp).
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "angio/hybrid.hpp"
+
+namespace simkit::angio {
+
+// metrics CSV of one realisation: header `step,t,tips,sprouts,branches,anastomoses,length,front`,
+// one row per MetricsRow, numbers with 17 significant digits.
+void write_metrics_csv(const std::filesystem::path& path, const std::vector<MetricsRow>& rows);
+
+// ensemble.csv: header `realisation,seed,reach_time,branches,anastomoses,length`, one row per
+// realisation (reach_time empty when the front never reached --reach-x).
+void write_ensemble_csv(const std::filesystem::path& path, const std::vector<Realisation>& ensemble);
+
+// Mean and 5-95 % band (nearest-rank percentiles) of reach time (over the realisations that
+// reached; with their count), branches, anastomoses, length, plus the fraction of move draws that
+// clipped a negative weight. {"reach_time": {"mean":..,"p05":..,"p95":..,"count":..}, ...}.
+nlohmann::json ensemble_summary(const std::vector<Realisation>& ensemble);
+
+// The network of one realisation as VTK XML PolyData (ascii): points at node coordinates (i h,
+// j h, l h), one 2-point line per segment, cell data "birth_time" (Float64, birth_step * dt) and
+// "generation" (Int32); the parent vessel is not drawn. ParaView opens it directly.
+void write_network_vtp(const std::filesystem::path& path, const HybridProblem& problem, const Realisation& r);
+
+// Quick look: network.png with two panels, the projections of the network on the xy plane and
+// (3D only) the xz plane, segments drawn dark on white, the parent vessel as a grey line at x = 0,
+// each node scaled to at least 2 px and the panel at most ~800 px. Returns the files written.
+std::vector<std::filesystem::path> write_network_png(const std::filesystem::path& dir, const HybridProblem& problem,
+                                                     const Realisation& r);
+
+}  // namespace simkit::angio
