@@ -37,7 +37,7 @@ const Fields<T>& initial(int which) {
   return it->second;
 }
 
-double copy_bandwidth_gbs = 0;  // measured once, read + write bytes per second / 1e9
+[[maybe_unused]] double copy_bandwidth_gbs = 0;  // measured once (CUDA builds), read + write bytes/s / 1e9
 
 #ifdef SIMKIT_HAVE_CUDA
 void measure_copy_bandwidth() {
