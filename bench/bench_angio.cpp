@@ -127,13 +127,13 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
     for (int chunk : {0, 8, 16, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, tile});
     b->Args({3, 0, 0, 0, 0, 1, 0, tile});  // naive kernel
   }
-  b->Args({3, 0, 0, 0, 8, 0, 1, 32});   // series every call (10 steps)
-  b->Args({3, 0, 0, 1, 8, 0, 0, 32});   // flux form
-  b->Args({3, 0, 0, 1, 0, 1, 0, 32});   // flux form, naive
-  b->Args({3, 0, 1, 0, 8, 0, 0, 32});   // 200 x 200 x 70
-  b->Args({3, 0, 2, 0, 8, 0, 0, 32});   // 2048 x 2048 (2D)
-  b->Args({2, 0, 0, 0, 0, 0, 0, 32});   // cpu
-  b->Args({1, 0, 0, 0, 0, 0, 0, 32});   // reference
+  b->Args({3, 0, 0, 0, 8, 0, 1, 32});  // series every call (10 steps)
+  b->Args({3, 0, 0, 1, 8, 0, 0, 32});  // flux form
+  b->Args({3, 0, 0, 1, 0, 1, 0, 32});  // flux form, naive
+  b->Args({3, 0, 1, 0, 8, 0, 0, 32});  // 200 x 200 x 70
+  b->Args({3, 0, 2, 0, 8, 0, 0, 32});  // 2048 x 2048 (2D)
+  b->Args({2, 0, 0, 0, 0, 0, 0, 32});  // cpu
+  b->Args({1, 0, 0, 0, 0, 0, 0, 32});  // reference
 }
 void cuda_cases64(benchmark::internal::Benchmark* b) {
   b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile"});
