@@ -22,6 +22,13 @@ struct Grid {
     return (static_cast<std::size_t>(l) * ny + static_cast<std::size_t>(j)) * nx + static_cast<std::size_t>(i);
   }
   int dims() const { return nz == 1 ? 2 : 3; }
+  // The inverse of index(): the (i, j, l) of node number `node`.
+  void coordinates(std::int64_t node, int& i, int& j, int& l) const {
+    const std::int64_t plane = static_cast<std::int64_t>(nx) * ny;
+    i = static_cast<int>(node % nx);
+    j = static_cast<int>((node % plane) / nx);
+    l = static_cast<int>(node / plane);
+  }
 };
 
 template <class T>

@@ -39,8 +39,9 @@ NodeIjl node_ijl(const Grid& g, std::int64_t node, std::string_view who) {
     throw InternalError(
         fmt::format("{}: node {} is outside the {}x{}x{} grid ({} nodes)", who, node, g.nx, g.ny, g.nz, nodes));
   }
-  const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
-  return {node % nx, (node / nx) % ny, node / (nx * ny)};
+  int i, j, l;
+  g.coordinates(node, i, j, l);
+  return {i, j, l};
 }
 
 // Mean and nearest-rank 5th and 95th percentiles of `values`, with their count; null when empty.

@@ -36,11 +36,7 @@ class Lattice {
     f0_ = u.f;
     since_.assign(g_.nodes(), 0);
   }
-  void coordinates(std::int64_t node, int& i, int& j, int& l) const {
-    i = static_cast<int>(node % g_.nx);
-    j = static_cast<int>((node / g_.nx) % g_.ny);
-    l = static_cast<int>(node / (static_cast<std::int64_t>(g_.nx) * g_.ny));
-  }
+  void coordinates(std::int64_t node, int& i, int& j, int& l) const { g_.coordinates(node, i, j, l); }
   bool occupied(std::int64_t node) const { return since_[node] != 0; }
   void occupy(std::int64_t node, std::int64_t step) { since_[node] = step + 1; }
   // c and f at the start of `step` (the number of updates a node has had so far).
