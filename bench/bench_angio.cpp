@@ -13,6 +13,11 @@
 
 #include "angio/angio.hpp"
 #include "angio/cuda_tuning.hpp"
+#include "angio/hybrid.hpp"
+#include "angio/hybrid_detail.hpp"
+#ifdef SIMKIT_HAVE_CUDA
+#include "angio/hybrid_cuda.hpp"
+#endif
 #include "core/cuda_info.hpp"
 #ifdef SIMKIT_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -146,6 +151,66 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_AngioFp32)->Apply(cuda_cases)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+
+// The hybrid model's ensembles (issue 5): R realisations to the reach time or t = 20, k = 0.01,
+// D_c = 0, linear TAF. Args: backend (2 cpu, 3 cuda), grid (0: 200^3 with h = 1/199, 1: 400 x 400
+// x 140, 2: the 2D 201^2 case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only).
+// Time is end to end (initial fields, upload, kernels, rebuilding every realisation on the host);
+// counters give realisations/s, the mean steps, segments and reach fraction, and for cuda the
+// kernel-only time.
+void BM_AngioHybrid(benchmark::State& state) {
+  const auto backend = static_cast<Backend>(state.range(0));
+  HybridProblem p;
+  const int which = static_cast<int>(state.range(1));
+  p.grid = which == 0 ? Grid{200, 200, 200, 1.0 / 199}
+                      : (which == 1 ? Grid{400, 400, 140, 1.0 / 399} : Grid{201, 201, 1, 0.005});
+  p.dt = 0.01;
+  p.model.haptotaxis = static_cast<double>(state.range(3)) / 100;
+  const int replicates = static_cast<int>(state.range(2));
+  if (backend == Backend::Cuda && !cuda_status().usable) {
+    state.SkipWithError("no usable CUDA device");
+    return;
+  }
+  double steps = 0, segments = 0, reached = 0, kernel = 0;
+  for (auto _ : state) {
+    std::vector<Realisation> ensemble;
+#ifdef SIMKIT_HAVE_CUDA
+    if (backend == Backend::Cuda) {
+      detail::hybrid_cuda::Timing timing;
+      ensemble = detail::hybrid_cuda::run(p, 1, replicates, 0, {}, {}, &timing);
+      kernel = timing.kernel;
+    }
+#endif
+    if (backend != Backend::Cuda) ensemble = run_hybrid_ensemble(p, 1, replicates, backend, 0);
+    steps = segments = reached = 0;
+    for (const Realisation& r : ensemble) {
+      steps += static_cast<double>(r.steps);
+      segments += static_cast<double>(r.segments.size());
+      reached += r.reached ? 1 : 0;
+    }
+  }
+  state.counters["realisations_per_s"] =
+      benchmark::Counter(static_cast<double>(replicates), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["mean_steps"] = steps / replicates;
+  state.counters["mean_segments"] = segments / replicates;
+  state.counters["reached_fraction"] = reached / replicates;
+  if (backend == Backend::Cuda) {
+    state.counters["kernel_s"] = kernel;
+    state.counters["kernel_ms_per_step"] = 1e3 * kernel / std::max(1.0, steps / replicates);
+  }
+}
+BENCHMARK(BM_AngioHybrid)
+    ->ArgNames({"backend", "grid", "R", "rho100"})
+    ->Args({3, 0, 1000, 34})
+    ->Args({3, 0, 1000, 0})
+    ->Args({2, 0, 1000, 34})
+    ->Args({2, 0, 1000, 0})
+    ->Args({3, 1, 1, 34})
+    ->Args({3, 1, 1, 0})
+    ->Args({3, 2, 1000, 0})
+    ->Args({2, 2, 1000, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -54,6 +54,21 @@ if [ "$mode" != "--bench-only" ]; then
   [ $ok -eq 1 ] || { failed=1; cat "$out/angio-cli.log"; }
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio CLI cuda=cpu, restart" 3 $((ok * 3)) 0 $((3 - ok * 3)) "$ms")")
   rm -rf "$d"
+  # the hybrid model through the CLI: a cuda ensemble writes the same files as a cpu one.
+  d=/tmp/simkit-angio-hybrid
+  rm -rf "$d" && mkdir -p "$d"
+  start=$(date +%s%N)
+  ok=1
+  args=(angio run --model hybrid --grid 60,60,60 --replicates 50 --seed 11 -q --no-quicklook)
+  "$s" "${args[@]}" --backend cuda --out "$d/cuda" > "$out/angio-hybrid-cli.log" 2>&1 || ok=0
+  "$s" "${args[@]}" --backend cpu --out "$d/cpu" >> "$out/angio-hybrid-cli.log" 2>&1 || ok=0
+  for f in ensemble.csv network.vtp metrics/realisation_00000.csv metrics/realisation_00049.csv; do
+    cmp "$d/cuda/$f" "$d/cpu/$f" >> "$out/angio-hybrid-cli.log" 2>&1 || ok=0
+  done
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $ok -eq 1 ] || { failed=1; cat "$out/angio-hybrid-cli.log"; }
+  rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio hybrid CLI cuda=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
+  rm -rf "$d"
 fi
 if [ "$mode" != "--tests-only" ]; then
   for b in "$bundle"/bench_*; do

@@ -1,4 +1,4 @@
-// simkit angio run: the continuous Anderson-Chaplain model (docs/angio.md).
+// simkit angio run: the continuous Anderson-Chaplain model and its hybrid tip-cell model (docs/angio.md).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -25,7 +25,7 @@ using namespace simkit::angio;
 
 struct AngioArgs {
   CommonRunOptions common;
-  std::string config, out, model = "continuous", precision, form, initial, initial_file, restart;
+  std::string config, out, model, precision, form, initial, initial_file, restart;
   std::vector<int> grid;
   std::optional<double> h, dt, t_max;
   std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
@@ -34,6 +34,7 @@ struct AngioArgs {
   std::vector<std::string> given_physics;  // flags that fix the problem (refused with --restart)
   // hybrid model
   int replicates = 1;
+  bool replicates_given = false;
   std::optional<double> psi, reach_x;
   std::optional<int> sprouts, max_tips;
 };
@@ -44,41 +45,64 @@ E parse_choice(std::optional<E> value, std::string_view flag, std::string_view t
   return *value;
 }
 
-// simkit angio run --model hybrid (issue 5, in progress: reference and cpu backends, D_c = 0).
-int run_hybrid(AngioArgs& a) {
+// simkit angio run --model hybrid: an ensemble of tip-cell realisations.
+int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   Stopwatch clock;
-  for (const char* flag : {"--restart", "--config", "--initial-file", "--form", "--precision"}) {
+  for (const char* flag : {"--restart", "--initial-file", "--form", "--precision"}) {
     const bool given = (std::string_view(flag) == "--restart" && !a.restart.empty()) ||
-                       (std::string_view(flag) == "--config" && !a.config.empty()) ||
                        (std::string_view(flag) == "--initial-file" && !a.initial_file.empty()) ||
                        (std::string_view(flag) == "--form" && !a.form.empty()) ||
                        (std::string_view(flag) == "--precision" && !a.precision.empty());
-    if (given) throw UserError(fmt::format("{}: not available with --model hybrid yet", flag));
+    if (given) throw UserError(fmt::format("{}: not available with --model hybrid", flag));
+  }
+  if (cfg.form || cfg.precision || cfg.initial_file || cfg.steps || cfg.output_every || cfg.series_every ||
+      cfg.checkpoint_every) {
+    throw UserError(fmt::format(
+        "{}: form, precision, initial.file, time.steps and output.every/series_every/checkpoint_every belong to "
+        "the continuous model, not to model = \"hybrid\"",
+        cfg.source));
+  }
+  if (a.steps) throw UserError("--steps: the hybrid model runs to --t-max or until a sprout reaches --reach-x");
+  if (a.output_every || a.series_every || a.checkpoint_every) {
+    throw UserError("--output-every, --series-every and --checkpoint-every belong to the continuous model");
   }
   HybridProblem p;
-  p.grid = a.grid.empty() ? Grid{201, 201, 1, 0} : Grid{a.grid[0], a.grid[1], a.grid[2], 0};
-  if (!a.grid.empty() && a.grid.size() != 3) throw UserError("--grid: expected NX,NY,NZ");
+  p.model = cfg.parameters;
+  p.initial = cfg.initial;
+  if (cfg.taf) p.initial.taf = *cfg.taf;
+  p.hybrid = cfg.hybrid;
+  p.grid = cfg.nx ? Grid{*cfg.nx, *cfg.ny, *cfg.nz, 0} : Grid{201, 201, 1, 0};
+  if (!a.grid.empty()) {
+    if (a.grid.size() != 3) throw UserError("--grid: expected NX,NY,NZ");
+    p.grid = Grid{a.grid[0], a.grid[1], a.grid[2], 0};
+  }
   if (p.grid.nx < 3 || p.grid.ny < 2 || p.grid.nz < 1) {
     throw UserError(fmt::format("--grid {},{},{}: the hybrid model needs NX >= 3, NY >= 2, NZ >= 1", p.grid.nx,
                                 p.grid.ny, p.grid.nz));
   }
-  p.grid.h = a.h.value_or(1.0 / (p.grid.nx - 1));
+  p.grid.h = a.h.value_or(cfg.h.value_or(1.0 / (p.grid.nx - 1)));
   if (!a.initial.empty())
     p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
   if (a.psi) p.hybrid.psi = *a.psi;
   if (a.reach_x) p.hybrid.reach_x = *a.reach_x;
   if (a.sprouts) p.hybrid.sprouts = *a.sprouts;
   if (a.max_tips) p.hybrid.max_tips = *a.max_tips;
-  if (a.steps) throw UserError("--steps: the hybrid model runs to --t-max or until a sprout reaches --reach-x");
+  if (cfg.t_max) p.hybrid.t_max = *cfg.t_max;
   if (a.t_max) p.hybrid.t_max = *a.t_max;
-  // The hybrid model clips negative weights, so only the diffusion limit applies to k.
-  const double limit = p.grid.h * p.grid.h / (2 * p.grid.dims() * p.model.diffusion);
-  if (a.dt) {
-    p.dt = *a.dt;
+  if (!a.replicates_given && cfg.replicates) a.replicates = *cfg.replicates;
+  if (cfg.seed && !a.seed) a.seed = cfg.seed;
+  if (cfg.quicklook && !*cfg.quicklook) a.no_quicklook = true;
+  // The hybrid model clips negative weights, so only the diffusion limit applies to k (with
+  // D_c > 0 also the TAF diffusion limit).
+  const double diffusion = std::max(p.model.diffusion, p.model.taf_diffusion);
+  const double limit = p.grid.h * p.grid.h / (2 * p.grid.dims() * diffusion);
+  const std::optional<double> dt = a.dt ? a.dt : cfg.dt;
+  if (dt) {
+    p.dt = *dt;
     if (p.dt > limit && !a.force) {
       throw UserError(
-          fmt::format("--dt {:.6g}: unstable: the diffusion limit h^2/(2 dims D) allows at most k = {:.6g}; use "
-                      "--force to run anyway",
+          fmt::format("--dt {:.6g}: unstable: the diffusion limit h^2/(2 dims max(D, D_c)) allows at most k = {:.6g}; "
+                      "use --force to run anyway",
                       p.dt, limit));
     }
   } else {
@@ -88,13 +112,16 @@ int run_hybrid(AngioArgs& a) {
   validate(p);
   a.common.seed = a.seed.value_or(1);
   RunOptions options = to_run_options(a.common);
-  const Backend backend =
-      options.backend == Backend::Cuda && a.common.backend == "auto" ? Backend::Cpu : options.backend;
+  // auto: the GPU when there is one, except with D_c > 0 (full fields: reference and cpu only).
+  const Backend backend = options.backend == Backend::Cuda && a.common.backend == "auto" && p.model.taf_diffusion > 0
+                              ? Backend::Cpu
+                              : options.backend;
+  if (backend == Backend::Cuda) initialize_cuda_device(options.device);
   Progress progress("angio hybrid", "realisations", a.common.quiet);
   Stopwatch compute;
-  const std::vector<Realisation> ensemble =
-      run_hybrid_ensemble(p, options.seed, a.replicates, backend, options.threads,
-                          [&](double done, double total) { progress.update(done, total); });
+  const std::vector<Realisation> ensemble = run_hybrid_ensemble(
+      p, options.seed, a.replicates, backend, options.threads,
+      [&](double done, double total) { progress.update(done, total); }, options.device);
   const double seconds = compute.seconds();
   progress.finish();
 
@@ -105,6 +132,15 @@ int run_hybrid(AngioArgs& a) {
     write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
   write_ensemble_csv(out / "ensemble.csv", ensemble);
   write_network_vtp(out / "network.vtp", p, ensemble.front());
+  {
+    // n (the network), f and c of realisation 0 at its end, in fp32 (for ParaView; 12 bytes a node).
+    const Fields<double> u = hybrid_fields(p, ensemble.front());
+    Fields<float> u32;
+    u32.n.assign(u.n.begin(), u.n.end());
+    u32.f.assign(u.f.begin(), u.f.end());
+    u32.c.assign(u.c.begin(), u.c.end());
+    write_vti(out / "fields.vti", p.grid, u32);
+  }
   if (!a.no_quicklook) write_network_png(out, p, ensemble.front());
   nlohmann::json result = ensemble_summary(ensemble);
   result["model"] = "hybrid";
@@ -139,11 +175,15 @@ int run_angio(AngioArgs& a) {
   Stopwatch clock;
   RunSettings s;
   s.out = a.out;
-  if (a.model == "hybrid") return run_hybrid(a);
-  if (a.model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", a.model));
-  if (a.replicates != 1 || a.psi || a.reach_x || a.sprouts || a.max_tips) {
+  ConfigFile cfg;
+  if (!a.config.empty() && a.restart.empty()) cfg = read_config(a.config);
+  const std::string model = a.model.empty() ? cfg.model.value_or("continuous") : a.model;
+  if (model == "hybrid") return run_hybrid(a, cfg);
+  if (model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", model));
+  if (a.replicates_given || a.psi || a.reach_x || a.sprouts || a.max_tips) {
     throw UserError("--replicates, --psi, --reach-x, --sprouts and --max-tips belong to --model hybrid");
   }
+  if (cfg.hybrid_given) throw UserError(fmt::format("{}: [hybrid] belongs to model = \"hybrid\"", cfg.source));
   if (!a.restart.empty()) {
     if (!a.given_physics.empty()) {
       throw UserError(fmt::format("{} cannot be combined with --restart: the checkpoint fixes the problem",
@@ -163,8 +203,6 @@ int run_angio(AngioArgs& a) {
     s.quicklook = run.value("quicklook", s.quicklook);
     a.force = a.force || run.value("force", false);
   } else {
-    ConfigFile cfg;
-    if (!a.config.empty()) cfg = read_config(a.config);
     Problem& p = s.problem;
     p.model = cfg.parameters;
     p.initial = cfg.initial;
@@ -307,8 +345,7 @@ void add_angio_command(CLI::App& app, Action& action) {
       ->check(CLI::ExistingFile);
   run->add_option("--out", a->out, "Output directory (angio.pvd, snapshots/, series.csv, run.json, slice.png ...)")
       ->required();
-  run->add_option("--model", a->model, "continuous, or hybrid (tip cells; in progress: reference/cpu, D_c = 0)")
-      ->capture_default_str();
+  run->add_option("--model", a->model, "continuous (default), or hybrid (discrete tip cells, docs/angio.md)");
   run->add_option("--replicates", a->replicates, "Hybrid: realisations with seeds S, S+1, ...")
       ->check(CLI::Range(1, 100000000));
   run->add_option("--psi", a->psi, "Hybrid: a sprout may branch once older than this (default 0.5)");
@@ -337,6 +374,7 @@ void add_angio_command(CLI::App& app, Action& action) {
   run->callback([&action, a, run] {
     for (const char* flag : {"--grid", "--h", "--dt", "--precision", "--form", "--initial", "--initial-file"})
       if (run->count(flag) > 0) a->given_physics.push_back(flag);
+    a->replicates_given = run->count("--replicates") > 0;
     action = [a] { return run_angio(*a); };
   });
 }

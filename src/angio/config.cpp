@@ -84,7 +84,9 @@ ConfigFile read_config(const std::filesystem::path& path) {
     const std::string_view k = key.str();
     if (k == "model") {
       const std::string v = toml_util::string(node, k, r.file);
-      if (v != "continuous") r.fail(key, node, k, fmt::format("expected \"continuous\", got \"{}\"", v));
+      if (v != "continuous" && v != "hybrid") {
+        r.fail(key, node, k, fmt::format("expected \"continuous\" or \"hybrid\", got \"{}\"", v));
+      }
       cfg.model = v;
     } else if (k == "form") {
       const auto f = parse_form(toml_util::string(node, k, r.file));
@@ -187,8 +189,46 @@ ConfigFile read_config(const std::filesystem::path& path) {
           r.unknown(ik, in, "initial", "taf, eps1, eps2, eps3, m, file");
         }
       }
+    } else if (k == "hybrid") {
+      cfg.hybrid_given = true;
+      HybridParams& h = cfg.hybrid;
+      for (auto&& [hk, hn] : r.table(key, node, k)) {
+        const std::string_view name = hk.str();
+        const std::string field = fmt::format("hybrid.{}", name);
+        if (name == "replicates") {
+          cfg.replicates = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 1), 100000000));
+        } else if (name == "psi") {
+          h.psi = r.non_negative(hk, hn, field);
+        } else if (name == "sprouts") {
+          h.sprouts = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 0), 1 << 24));
+        } else if (name == "max_tips") {
+          h.max_tips = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 1), 1 << 30));
+        } else if (name == "reach_x") {
+          h.reach_x = r.positive(hk, hn, field);
+          if (h.reach_x > 1) r.fail(hk, hn, field, fmt::format("must be in (0, 1], got {}", h.reach_x));
+        } else if (name == "branching") {
+          // [[c_upto, probability], ...] with increasing c_upto; the last row may use inf.
+          const toml::array* rows = hn.as_array();
+          if (!rows || rows->empty()) r.fail(hk, hn, field, "expected an array of [c_upto, probability] pairs");
+          h.branching.clear();
+          for (const toml::node& row : *rows) {
+            const toml::array* pair = row.as_array();
+            if (!pair || pair->size() != 2) r.fail(hk, hn, field, "expected an array of [c_upto, probability] pairs");
+            BranchRule rule{toml_util::number(*pair->get(0), field, r.file),
+                            toml_util::number(*pair->get(1), field, r.file)};
+            if (std::isnan(rule.c_upto) || !(rule.probability >= 0 && rule.probability <= 1) ||
+                (!h.branching.empty() && !(rule.c_upto > h.branching.back().c_upto))) {
+              r.fail(hk, hn, field, "c thresholds must increase and probabilities lie in [0, 1]");
+            }
+            h.branching.push_back(rule);
+          }
+        } else {
+          r.unknown(hk, hn, "hybrid", "replicates, psi, sprouts, max_tips, reach_x, branching");
+        }
+      }
     } else {
-      r.unknown(key, node, "", "model, form, precision, seed, [grid], [time], [output], [parameters], [initial]");
+      r.unknown(key, node, "",
+                "model, form, precision, seed, [grid], [time], [output], [parameters], [initial], [hybrid]");
     }
   }
   return cfg;

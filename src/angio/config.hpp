@@ -7,12 +7,13 @@
 #include <string>
 
 #include "angio/angio.hpp"
+#include "angio/hybrid.hpp"
 
 namespace simkit::angio {
 
 struct ConfigFile {
   std::string source;
-  std::optional<std::string> model;  // "continuous" (the hybrid issue adds "hybrid")
+  std::optional<std::string> model;  // "continuous" or "hybrid"
   std::optional<Form> form;
   std::optional<Precision> precision;
   std::optional<std::uint64_t> seed;
@@ -24,6 +25,10 @@ struct ConfigFile {
   InitialParams initial;   // defaults overridden by [initial]
   std::optional<InitialTaf> taf;
   std::optional<std::filesystem::path> initial_file;  // relative paths resolved against the config's directory
+  // [hybrid]: the tip-cell model's settings (defaults overridden key by key)
+  HybridParams hybrid;
+  std::optional<int> replicates;
+  bool hybrid_given = false;  // a [hybrid] table was present
 };
 
 // Reads and checks types and ranges; unknown keys, wrong types and bad values are UserErrors

@@ -1,8 +1,7 @@
 #pragma once
-// angio's hybrid model (issue 5, in progress): discrete endothelial tip cells that move with the
-// continuous model's P0..P6, branch and anastomose into a vessel network (Anderson & Chaplain
-// 1998, section 4; in 3D as in Darbyshire 2015). This first part is the reference backend of one
-// realisation with D_c = 0, where c and f at a node follow closed forms of its occupation time.
+// angio's hybrid model: discrete endothelial tip cells that move with the continuous model's
+// P0..P6, branch and anastomose into a vessel network (Anderson & Chaplain 1998, section 4; in 3D
+// as in Darbyshire 2015), run as ensembles of independent realisations (docs/angio.md).
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -16,6 +15,10 @@ namespace simkit::angio {
 struct BranchRule {
   double c_upto = 0;
   double probability = 0;
+  // (constructors rather than aggregate initialisation: nvcc 12 cannot copy aggregates with
+  // default member initialisers through std::construct_at)
+  BranchRule() = default;
+  constexpr BranchRule(double c, double p) : c_upto(c), probability(p) {}
 };
 
 struct HybridParams {
@@ -40,6 +43,9 @@ struct Segment {
   std::int64_t from = 0, to = 0;  // node indices (adjacent nodes)
   std::int32_t birth_step = 0;    // the step that made it (0 for the initial sprouts' first segment)
   std::int32_t generation = 0;    // branch generation of the sprout it belongs to
+  Segment() = default;
+  constexpr Segment(std::int64_t f, std::int64_t t, std::int32_t birth, std::int32_t gen)
+      : from(f), to(t), birth_step(birth), generation(gen) {}
 };
 
 struct MetricsRow {
@@ -64,9 +70,10 @@ struct Realisation {
   std::vector<std::int64_t> branch_points;       // nodes where a branch started
   std::vector<std::int64_t> anastomosis_points;  // nodes where a tip fused with a vessel or sprout
   std::vector<std::int64_t> active_tip_nodes;    // at the end
+  std::vector<double> final_c;                   // D_c > 0 only: the c field at the end
 };
 
-// Checks the problem (grid, step, D_c = 0 for now, table, psi...); UserError naming the field.
+// Checks the problem (grid, step, table, psi...); UserError naming the field.
 void validate(const HybridProblem& problem);
 
 // One realisation on the serial reference backend; every random draw is keyed by
@@ -75,9 +82,10 @@ Realisation run_hybrid_reference(const HybridProblem& problem, std::uint64_t see
 
 // Realisations r = 0..replicates-1 with seeds seed + r. Reference runs them one after another,
 // cpu shares them among threads; each equals a single run with its seed, whatever the thread
-// count. `progress(done, total)` is called after each realisation (from one thread at a time).
-// The cuda backend of the hybrid model is not built yet: Backend::Cuda is a UserError.
+// count. cuda runs them concurrently on GPU `device` (one warp per realisation) and gives the same
+// realisations bit for bit (D_c = 0 only). `progress(done, total)` is called from one thread at a time.
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
-                                             Backend backend, int threads, const ProgressCallback& progress = {});
+                                             Backend backend, int threads, const ProgressCallback& progress = {},
+                                             int device = 0);
 
 }  // namespace simkit::angio

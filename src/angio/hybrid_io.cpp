@@ -1,6 +1,7 @@
 // Files of the hybrid model: the metrics and ensemble tables, the ensemble summary, the network as
 // VTK PolyData and a quick-look projection (hybrid_io.hpp).
 #include "angio/hybrid_io.hpp"
+#include "angio/hybrid_model.hpp"
 
 #include <fmt/format.h>
 
@@ -215,6 +216,30 @@ std::vector<fs::path> write_network_png(const fs::path& dir, const HybridProblem
   const fs::path file = dir / "network.png";
   write_png_rgb(file, width, height, rgb);
   return {file};
+}
+
+Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
+  const Grid& g = p.grid;
+  Fields<double> out = initial_fields<double>(g, p.initial);
+  // The step each node was occupied in: 0 for the parent vessel and the initial sprouts, else the
+  // birth step of the segment that reached it minus 1 (segments are born at step + 1).
+  std::vector<std::int64_t> occupied_at(g.nodes(), -1);
+  for (const std::int64_t node : r.vessel) occupied_at[static_cast<std::size_t>(node)] = 0;
+  std::size_t next = 0;  // r.occupied lists the segments' ends in order, anastomoses excluded
+  for (const Segment& s : r.segments) {
+    if (next < r.occupied.size() && r.occupied[next] == s.to && occupied_at[static_cast<std::size_t>(s.to)] < 0) {
+      occupied_at[static_cast<std::size_t>(s.to)] = s.birth_step > 0 ? s.birth_step - 1 : 0;
+      ++next;
+    }
+  }
+  for (std::size_t node = 0; node < g.nodes(); ++node) {
+    const std::int64_t at = occupied_at[node];
+    const long long updates = at < 0 ? 0 : r.steps - at;
+    out.n[node] = at < 0 ? 0.0 : 1.0;
+    out.f[node] = occupied_f(out.f[node], p.dt, p.model.fn_production, p.model.fn_uptake, updates);
+    out.c[node] = r.final_c.empty() ? occupied_c(out.c[node], p.dt, p.model.taf_uptake, updates) : r.final_c[node];
+  }
+  return out;
 }
 
 }  // namespace simkit::angio

@@ -28,6 +28,11 @@ nlohmann::json ensemble_summary(const std::vector<Realisation>& ensemble);
 // "generation" (Int32); the parent vessel is not drawn. ParaView opens it directly.
 void write_network_vtp(const std::filesystem::path& path, const HybridProblem& problem, const Realisation& r);
 
+// The fields of one realisation at its end, for write_vti: n = 1 on the occupied nodes (parent
+// vessel included) and 0 elsewhere; f and c from the closed forms of each node's occupation time
+// (with D_c > 0, c is the realisation's own field). The same values the tips saw.
+Fields<double> hybrid_fields(const HybridProblem& problem, const Realisation& r);
+
 // Quick look: network.png with two panels, the projections of the network on the xy plane and
 // (3D only) the xz plane, segments drawn dark on white, the parent vessel as a grey line at x = 0,
 // each node scaled to at least 2 px and the panel at most ~800 px. Returns the files written.

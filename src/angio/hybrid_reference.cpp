@@ -1,14 +1,16 @@
 // The hybrid model's reference backend: one realisation, serial, in the order the issue defines:
 // (1) every active tip draws its move from the state at the start of the step; (2) moves are
 // applied in ascending tip id (onto an occupied node: anastomosis); (3) branching in ascending
-// tip id; (4) c and f are updated at every occupied node (here implicitly: with D_c = 0 they are
-// closed forms of the node's occupation time).
+// tip id; (4) c and f are updated at every occupied node. With D_c = 0 step (4) is implicit: c and
+// f at a node are closed forms of how long it has been occupied. With D_c > 0 the realisation
+// carries its own c field, updated by a 7-point stencil every step.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "angio/hybrid.hpp"
+#include "angio/hybrid_detail.hpp"
 #include "angio/hybrid_model.hpp"
 #include "angio/run.hpp"
 #include "core/error.hpp"
@@ -18,7 +20,8 @@ namespace simkit::angio {
 
 namespace {
 
-enum Purpose : std::uint32_t { kMove = 0, kBranch = 1, kBranchDirection = 2 };
+using detail::HybridLog;
+using detail::SegmentKind;
 
 struct Tip {
   std::int64_t id = 0;
@@ -30,21 +33,31 @@ struct Tip {
 
 class Lattice {
  public:
-  Lattice(const HybridProblem& p) : p_(p), g_(p.grid) {
-    const Fields<double> u = initial_fields<double>(g_, p.initial);
-    c0_ = u.c;
-    f0_ = u.f;
+  Lattice(const HybridProblem& p, const Fields<double>& initial)
+      : p_(p), g_(p.grid), c0_(initial.c), f0_(initial.f), diffuse_(p.model.taf_diffusion > 0) {
     since_.assign(g_.nodes(), 0);
+    if (diffuse_) c_ = c0_;
   }
   void coordinates(std::int64_t node, int& i, int& j, int& l) const { g_.coordinates(node, i, j, l); }
   bool occupied(std::int64_t node) const { return since_[node] != 0; }
   void occupy(std::int64_t node, std::int64_t step) { since_[node] = step + 1; }
-  // c and f at the start of `step` (the number of updates a node has had so far).
+  // c and f at the start of `step` (the number of updates a node has had so far); `step` is the
+  // current step or the next one (then with the occupation as it stands).
   double c(std::int64_t node, std::int64_t step) const {
-    return occupied_c(c0_[node], p_.dt, p_.model.taf_uptake, updates(node, step));
+    if (!diffuse_) return occupied_c(c0_[node], p_.dt, p_.model.taf_uptake, updates(node, step));
+    return step == step_ ? c_[node] : next_c(node);
   }
   double f(std::int64_t node, std::int64_t step) const {
     return occupied_f(f0_[node], p_.dt, p_.model.fn_production, p_.model.fn_uptake, updates(node, step));
+  }
+  // Step (4) with D_c > 0: c' = c + k (D_c Lap c / h^2 - eta n c) at every node (n = 1 where
+  // occupied), mirror ghosts at the boundaries.
+  void advance() {
+    if (!diffuse_) return;
+    std::vector<double> next(c_.size());
+    for (std::size_t node = 0; node < c_.size(); ++node) next[node] = next_c(static_cast<std::int64_t>(node));
+    c_.swap(next);
+    ++step_;
   }
   // P0..P6 at `node` from c and f at the start of `step` (mirror ghosts for the gradients), and
   // which moves stay in the domain.
@@ -77,16 +90,151 @@ class Lattice {
     move_offset(d, di, dj, dl);
     return static_cast<std::int64_t>(g_.index(i + di, j + dj, l + dl));
   }
+  const std::vector<double>& c_field() const { return c_; }
 
  private:
   std::int64_t updates(std::int64_t node, std::int64_t step) const {
     return since_[node] == 0 ? 0 : step + 1 - since_[node];
   }
+  double next_c(std::int64_t node) const {
+    int i, j, l;
+    coordinates(node, i, j, l);
+    const double centre = c_[static_cast<std::size_t>(node)];
+    double lap = c_[g_.index(upper_neighbour(i, g_.nx), j, l)] + c_[g_.index(lower_neighbour(i, g_.nx), j, l)] +
+                 c_[g_.index(i, upper_neighbour(j, g_.ny), l)] + c_[g_.index(i, lower_neighbour(j, g_.ny), l)];
+    if (g_.nz > 1) lap += c_[g_.index(i, j, upper_neighbour(l, g_.nz))] + c_[g_.index(i, j, lower_neighbour(l, g_.nz))];
+    lap -= 2.0 * g_.dims() * centre;
+    const double n = occupied(node) ? 1.0 : 0.0;
+    return centre + p_.dt * (p_.model.taf_diffusion * lap / (g_.h * g_.h) - p_.model.taf_uptake * n * centre);
+  }
   const HybridProblem& p_;
   Grid g_;
-  std::vector<double> c0_, f0_;
+  const std::vector<double>& c0_;
+  const std::vector<double>& f0_;
+  bool diffuse_;
+  std::vector<double> c_;  // D_c > 0: c at the start of step_
+  std::int64_t step_ = 0;
   std::vector<std::int64_t> since_;  // 0: free; else the step it was occupied in, plus 1
 };
+
+Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::uint64_t seed) {
+  const Grid& g = p.grid;
+  Lattice lattice(p, initial);
+  HybridLog log;
+  std::int64_t moves = 0, clipped_draws = 0;
+  std::vector<Tip> tips;
+  // The parent vessel: the x = 0 face, occupied from the start.
+  for (int l = 0; l < g.nz; ++l)
+    for (int j = 0; j < g.ny; ++j) lattice.occupy(static_cast<std::int64_t>(g.index(0, j, l)), 0);
+  for (const auto& [j, l] : detail::sprout_positions(g, p.initial, p.hybrid.sprouts)) {
+    Tip t;
+    t.id = static_cast<std::int64_t>(tips.size());
+    t.previous = static_cast<std::int64_t>(g.index(0, j, l));
+    t.node = static_cast<std::int64_t>(g.index(1, j, l));
+    lattice.occupy(t.node, 0);
+    log.segments.push_back({t.previous, t.node, 0, 0});
+    log.kinds.push_back(SegmentKind::Sprout);
+    tips.push_back(t);
+  }
+  double front = g.h;
+  std::int64_t active = static_cast<std::int64_t>(tips.size());
+  const std::int64_t last_step = detail::hybrid_last_step(p);
+  const double reach = detail::hybrid_reach_front(p);
+  std::int64_t step = 0;
+  while (step < last_step && front < reach && active > 0) {
+    // (1) every active tip draws its move from the state at the start of the step.
+    std::vector<int> chosen(tips.size(), 0);
+    for (const Tip& t : tips) {
+      if (!t.active) continue;
+      double w[7];
+      bool inside[7];
+      lattice.weights(t.node, step, w, inside);
+      for (int d = 1; d < 7; ++d)
+        if (inside[d] && lattice.neighbour(t.node, d) == t.previous) inside[d] = false;
+      RngStream rng(seed,
+                    StreamId{static_cast<std::uint32_t>(t.id), static_cast<std::uint32_t>(step), detail::kDrawMove});
+      bool clipped = false;
+      chosen[static_cast<std::size_t>(t.id)] = choose_move(w, inside, rng.uniform(), clipped);
+      ++moves;
+      clipped_draws += clipped ? 1 : 0;
+    }
+    // (2) moves in ascending tip id; onto an occupied node: anastomosis.
+    for (Tip& t : tips) {
+      if (!t.active) continue;
+      ++t.age;
+      const int d = chosen[static_cast<std::size_t>(t.id)];
+      if (d == 0) continue;
+      const std::int64_t target = lattice.neighbour(t.node, d);
+      log.segments.push_back({t.node, target, static_cast<std::int32_t>(step + 1), t.generation});
+      if (lattice.occupied(target)) {
+        t.active = false;
+        --active;
+        log.kinds.push_back(SegmentKind::Anastomosis);
+        continue;
+      }
+      log.kinds.push_back(SegmentKind::Move);
+      lattice.occupy(target, step);
+      t.previous = t.node;
+      t.node = target;
+      int i, j, l;
+      lattice.coordinates(target, i, j, l);
+      front = std::max(front, i * g.h);
+    }
+    // (3) branching in ascending tip id (tips born in this step do not branch in it), from c and
+    // f at the start of the next step with the occupation as it stands.
+    const std::size_t existing = tips.size();
+    for (std::size_t k = 0; k < existing; ++k) {
+      if (!tips[k].active || static_cast<double>(tips[k].age) * p.dt <= p.hybrid.psi) continue;
+      if (active >= p.hybrid.max_tips) break;
+      const Tip parent = tips[k];
+      const double probability = detail::branch_probability(p.hybrid.branching, lattice.c(parent.node, step + 1));
+      RngStream decide(
+          seed, StreamId{static_cast<std::uint32_t>(parent.id), static_cast<std::uint32_t>(step), detail::kDrawBranch});
+      if (!(decide.uniform() < probability)) continue;
+      double w[7];
+      bool free_inside[7];
+      lattice.weights(parent.node, step + 1, w, free_inside);
+      free_inside[0] = false;
+      for (int d = 1; d < 7; ++d)
+        if (free_inside[d] && lattice.occupied(lattice.neighbour(parent.node, d))) free_inside[d] = false;
+      bool any = false;
+      for (int d = 1; d < 7; ++d) any = any || (free_inside[d] && w[d] > 0);
+      if (!any) continue;
+      const auto id = static_cast<std::int64_t>(tips.size());
+      RngStream where(seed, StreamId{static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(step),
+                                     detail::kDrawBranchDirection});
+      bool clipped = false;
+      const int d = choose_move(w, free_inside, where.uniform(), clipped);
+      Tip child;
+      child.id = id;
+      child.previous = parent.node;
+      child.node = lattice.neighbour(parent.node, d);
+      child.generation = parent.generation + 1;
+      lattice.occupy(child.node, step);
+      log.segments.push_back({parent.node, child.node, static_cast<std::int32_t>(step + 1), child.generation});
+      log.kinds.push_back(SegmentKind::Branch);
+      tips[k].age = 0;
+      tips.push_back(child);
+      ++active;
+      int i, j, l;
+      lattice.coordinates(child.node, i, j, l);
+      front = std::max(front, i * g.h);
+    }
+    // (4) c and f at occupied nodes (implicit with D_c = 0).
+    lattice.advance();
+    ++step;
+  }
+  std::vector<std::int64_t> active_nodes;
+  for (const Tip& t : tips)
+    if (t.active) active_nodes.push_back(t.node);
+  Realisation r = detail::realisation_from_log(p, seed, step, moves, clipped_draws, log, std::move(active_nodes));
+  if (p.model.taf_diffusion > 0) r.final_c = lattice.c_field();
+  return r;
+}
+
+}  // namespace
+
+namespace detail {
 
 double branch_probability(const std::vector<BranchRule>& table, double c) {
   for (const BranchRule& rule : table)
@@ -94,8 +242,6 @@ double branch_probability(const std::vector<BranchRule>& table, double c) {
   return table.empty() ? 0.0 : table.back().probability;
 }
 
-// Initial tips on the face next to the parent vessel (i = 1): one per maximum of the initial n
-// profile sin^2(m pi y) (sin^2(m pi z)), or `count` on a regular grid of the face.
 std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialParams& ip, int count) {
   std::vector<double> ys, zs;
   auto spread = [](int k) {
@@ -126,7 +272,73 @@ std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialPa
   return out;
 }
 
-}  // namespace
+std::int64_t hybrid_last_step(const HybridProblem& p) {
+  return static_cast<std::int64_t>(std::ceil(p.hybrid.t_max / p.dt - 1e-9));
+}
+
+double hybrid_reach_front(const HybridProblem& p) { return p.hybrid.reach_x * ((p.grid.nx - 1) * p.grid.h); }
+
+Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std::int64_t steps, std::int64_t moves,
+                                 std::int64_t clipped_draws, const HybridLog& log,
+                                 std::vector<std::int64_t> active_tip_nodes) {
+  const Grid& g = p.grid;
+  Realisation r;
+  r.seed = seed;
+  r.steps = steps;
+  r.moves = moves;
+  r.clipped_draws = clipped_draws;
+  r.segments = log.segments;
+  r.active_tip_nodes = std::move(active_tip_nodes);
+  for (int l = 0; l < g.nz; ++l)
+    for (int j = 0; j < g.ny; ++j) r.vessel.push_back(static_cast<std::int64_t>(g.index(0, j, l)));
+  // Metrics after every step: row s counts the segments born in steps up to s (birth step <= s).
+  MetricsRow row;
+  row.front = g.h;
+  std::size_t e = 0;
+  const std::size_t n = log.segments.size();
+  for (std::int64_t s = 0; s <= steps; ++s) {
+    for (; e < n && log.segments[e].birth_step <= s; ++e) {
+      const Segment& seg = log.segments[e];
+      switch (log.kinds[e]) {
+        case SegmentKind::Sprout:
+          ++row.sprouts;
+          ++row.tips;
+          break;
+        case SegmentKind::Move:
+          break;
+        case SegmentKind::Anastomosis:
+          ++row.anastomoses;
+          --row.tips;
+          r.anastomosis_points.push_back(seg.to);
+          break;
+        case SegmentKind::Branch:
+          ++row.branches;
+          ++row.sprouts;
+          ++row.tips;
+          r.branch_points.push_back(seg.from);
+          break;
+      }
+      if (log.kinds[e] != SegmentKind::Anastomosis) {
+        r.occupied.push_back(seg.to);
+        int i, j, l;
+        g.coordinates(seg.to, i, j, l);
+        row.front = std::max(row.front, i * g.h);
+      }
+    }
+    row.step = s;
+    row.t = static_cast<double>(s) * p.dt;
+    row.length = static_cast<double>(e) * g.h;
+    r.metrics.push_back(row);
+  }
+  r.branches = row.branches;
+  r.anastomoses = row.anastomoses;
+  r.sprouts = row.sprouts;
+  r.reached = row.front >= hybrid_reach_front(p);
+  r.reach_time = r.reached ? static_cast<double>(steps) * p.dt : 0.0;
+  return r;
+}
+
+}  // namespace detail
 
 void validate(const HybridProblem& p) {
   Problem continuous;
@@ -136,15 +348,18 @@ void validate(const HybridProblem& p) {
   continuous.initial = p.initial;
   validate(continuous);
   if (p.grid.nx < 3) throw UserError("--grid: the hybrid model needs NX >= 3 (the parent vessel is the x = 0 face)");
-  if (p.model.taf_diffusion != 0) {
-    throw UserError("D_c: the hybrid model takes D_c = 0 for now (TAF diffusion needs full fields per realisation)");
-  }
   const HybridParams& h = p.hybrid;
   if (!(std::isfinite(h.psi) && h.psi >= 0)) throw UserError(fmt::format("--psi {}: must be a number >= 0", h.psi));
   if (!(h.reach_x > 0 && h.reach_x <= 1)) throw UserError(fmt::format("--reach-x {}: must be in (0, 1]", h.reach_x));
   if (!(std::isfinite(h.t_max) && h.t_max > 0)) throw UserError(fmt::format("--t-max {}: must be positive", h.t_max));
+  if (h.t_max / p.dt > 2e9) {
+    throw UserError(fmt::format("--t-max {}: {:.3g} steps of k = {}; at most 2e9", h.t_max, h.t_max / p.dt, p.dt));
+  }
   if (h.max_tips < 1) throw UserError(fmt::format("--max-tips {}: must be >= 1", h.max_tips));
   if (h.sprouts < 0) throw UserError(fmt::format("--sprouts {}: must be >= 0", h.sprouts));
+  if (h.branching.empty() || h.branching.size() > 16) {
+    throw UserError("branching table: between 1 and 16 rows of [c_upto, probability]");
+  }
   double previous = -std::numeric_limits<double>::infinity();
   for (const BranchRule& rule : h.branching) {
     if (!(rule.c_upto > previous) || !(rule.probability >= 0 && rule.probability <= 1)) {
@@ -156,154 +371,30 @@ void validate(const HybridProblem& p) {
 
 Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
   validate(p);
-  const Grid& g = p.grid;
-  Lattice lattice(p);
-  Realisation r;
-  r.seed = seed;
-  const double lx = (g.nx - 1) * g.h;
-  std::vector<Tip> tips;
-  // The parent vessel: the x = 0 face, occupied from the start.
-  for (int l = 0; l < g.nz; ++l)
-    for (int j = 0; j < g.ny; ++j) {
-      const auto node = static_cast<std::int64_t>(g.index(0, j, l));
-      lattice.occupy(node, 0);
-      r.vessel.push_back(node);
-    }
-  for (const auto& [j, l] : sprout_positions(g, p.initial, p.hybrid.sprouts)) {
-    Tip t;
-    t.id = static_cast<std::int64_t>(tips.size());
-    t.previous = static_cast<std::int64_t>(g.index(0, j, l));
-    t.node = static_cast<std::int64_t>(g.index(1, j, l));
-    lattice.occupy(t.node, 0);
-    r.occupied.push_back(t.node);
-    r.segments.push_back({t.previous, t.node, 0, 0});
-    tips.push_back(t);
-  }
-  r.sprouts = static_cast<std::int64_t>(tips.size());
-  double front = g.h;
-  auto record = [&](std::int64_t step) {
-    MetricsRow m;
-    m.step = step;
-    m.t = static_cast<double>(step) * p.dt;
-    for (const Tip& t : tips) m.tips += t.active ? 1 : 0;
-    m.sprouts = r.sprouts;
-    m.branches = r.branches;
-    m.anastomoses = r.anastomoses;
-    m.length = static_cast<double>(r.segments.size()) * g.h;
-    m.front = front;
-    r.metrics.push_back(m);
-  };
-  record(0);
-  const auto last_step = static_cast<std::int64_t>(std::ceil(p.hybrid.t_max / p.dt - 1e-9));
-  std::int64_t step = 0;
-  while (step < last_step && front < p.hybrid.reach_x * lx) {
-    // (1) every active tip draws its move from the state at the start of the step.
-    std::vector<int> moves(tips.size(), 0);
-    for (const Tip& t : tips) {
-      if (!t.active) continue;
-      double w[7];
-      bool inside[7];
-      lattice.weights(t.node, step, w, inside);
-      for (int d = 1; d < 7; ++d)
-        if (inside[d] && lattice.neighbour(t.node, d) == t.previous) inside[d] = false;
-      RngStream rng(seed, StreamId{static_cast<std::uint32_t>(t.id), static_cast<std::uint32_t>(step), kMove});
-      bool clipped = false;
-      moves[static_cast<std::size_t>(t.id)] = choose_move(w, inside, rng.uniform(), clipped);
-      ++r.moves;
-      r.clipped_draws += clipped ? 1 : 0;
-    }
-    // (2) moves in ascending tip id; onto an occupied node: anastomosis.
-    for (Tip& t : tips) {
-      if (!t.active) continue;
-      ++t.age;
-      const int d = moves[static_cast<std::size_t>(t.id)];
-      if (d == 0) continue;
-      const std::int64_t target = lattice.neighbour(t.node, d);
-      r.segments.push_back({t.node, target, static_cast<std::int32_t>(step + 1), t.generation});
-      if (lattice.occupied(target)) {
-        t.active = false;
-        ++r.anastomoses;
-        r.anastomosis_points.push_back(target);
-        continue;
-      }
-      lattice.occupy(target, step);
-      r.occupied.push_back(target);
-      t.previous = t.node;
-      t.node = target;
-      int i, j, l;
-      lattice.coordinates(target, i, j, l);
-      front = std::max(front, i * g.h);
-    }
-    // (3) branching in ascending tip id (tips born in this step do not branch in it).
-    const std::size_t existing = tips.size();
-    std::int64_t active = 0;
-    for (const Tip& t : tips) active += t.active ? 1 : 0;
-    for (std::size_t k = 0; k < existing; ++k) {
-      if (!tips[k].active || static_cast<double>(tips[k].age) * p.dt <= p.hybrid.psi) continue;
-      if (active >= p.hybrid.max_tips) break;
-      const Tip parent = tips[k];
-      const double probability = branch_probability(p.hybrid.branching, lattice.c(parent.node, step + 1));
-      RngStream decide(seed,
-                       StreamId{static_cast<std::uint32_t>(parent.id), static_cast<std::uint32_t>(step), kBranch});
-      if (!(decide.uniform() < probability)) continue;
-      double w[7];
-      bool free_inside[7];
-      lattice.weights(parent.node, step + 1, w, free_inside);
-      free_inside[0] = false;
-      for (int d = 1; d < 7; ++d)
-        if (free_inside[d] && lattice.occupied(lattice.neighbour(parent.node, d))) free_inside[d] = false;
-      bool any = false;
-      for (int d = 1; d < 7; ++d) any = any || (free_inside[d] && w[d] > 0);
-      if (!any) continue;
-      const auto id = static_cast<std::int64_t>(tips.size());
-      RngStream where(seed,
-                      StreamId{static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(step), kBranchDirection});
-      bool clipped = false;
-      const int d = choose_move(w, free_inside, where.uniform(), clipped);
-      Tip child;
-      child.id = id;
-      child.previous = parent.node;
-      child.node = lattice.neighbour(parent.node, d);
-      child.generation = parent.generation + 1;
-      lattice.occupy(child.node, step);
-      r.occupied.push_back(child.node);
-      r.segments.push_back({parent.node, child.node, static_cast<std::int32_t>(step + 1), child.generation});
-      r.branch_points.push_back(parent.node);
-      tips[k].age = 0;
-      tips.push_back(child);
-      ++r.branches;
-      ++r.sprouts;
-      ++active;
-      int i, j, l;
-      lattice.coordinates(child.node, i, j, l);
-      front = std::max(front, i * g.h);
-    }
-    // (4) c and f at occupied nodes: implicit in Lattice::c and ::f (closed forms of the updates).
-    ++step;
-    record(step);
-  }
-  r.steps = step;
-  r.reached = front >= p.hybrid.reach_x * lx;
-  r.reach_time = r.reached ? static_cast<double>(step) * p.dt : 0.0;
-  for (const Tip& t : tips)
-    if (t.active) r.active_tip_nodes.push_back(t.node);
-  return r;
+  const Fields<double> initial = initial_fields<double>(p.grid, p.initial);
+  return run_one(p, initial, seed);
 }
 
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
-                                             Backend backend, int threads, const ProgressCallback& progress) {
+                                             Backend backend, int threads, const ProgressCallback& progress,
+                                             int device) {
   validate(problem);
   if (replicates < 1) throw UserError(fmt::format("--replicates {}: must be >= 1", replicates));
   if (backend == Backend::Cuda) {
-    throw UserError(
-        "--backend cuda: the hybrid model has no cuda backend yet (issue 5 in progress); use --backend cpu");
+    if (problem.model.taf_diffusion > 0) {
+      throw UserError(
+          "--backend cuda: the hybrid model with D_c > 0 (a full c field per realisation) runs on reference and "
+          "cpu only; use --backend cpu");
+    }
+    return detail::hybrid_cuda::run(problem, seed, replicates, device, progress, detail::hybrid_cuda::Capacity{});
   }
+  const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
   const int workers = backend == Backend::Cpu ? effective_threads(threads) : 1;
   int done = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
   for (int r = 0; r < replicates; ++r) {
-    out[static_cast<std::size_t>(r)] = run_hybrid_reference(problem, seed + static_cast<std::uint64_t>(r));
+    out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r));
 #pragma omp critical(simkit_angio_hybrid_progress)
     {
       ++done;

@@ -17,6 +17,8 @@ Fields<T> initial_fields(const Grid& g, const InitialParams& p) {
   const double pi = std::numbers::pi;
   // A&C's circular tumour, made continuous: c = 1 within r <= 0.1, then ((nu - r)/(nu - 0.1))^2.
   const double nu = (std::sqrt(5.0) - 0.1) / (std::sqrt(5.0) - 1.0);
+  // Every node on its own: threads change no bit (large grids take seconds serially).
+#pragma omp parallel for collapse(2) schedule(static)
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j)
       for (int i = 0; i < g.nx; ++i) {

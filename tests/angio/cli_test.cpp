@@ -407,12 +407,49 @@ TEST(AngioCli, HybridEnsembleIsReproducibleAndSplittable) {
 }
 
 TEST(AngioCli, HybridBadInputIsRefused) {
-  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--backend", "cuda"}, {"cuda"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--output-every", "3"}, {"--output-every"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--form", "flux"}, {"--form"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--psi", "-1"}, {"--psi"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--reach-x", "1.5"}, {"--reach-x"});
   expect_user_error({"--grid", "21,21,1", "--replicates", "3"}, {"--model hybrid"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--dt", "10"}, {"--dt", "--force"});
   expect_user_error({"--model", "hexagonal"}, {"--model"});
+}
+
+// The hybrid model from a configuration file: [hybrid] keys, the branching table, the model's
+// parameters; bad keys and values name the file, the line and the key.
+TEST(AngioCli, HybridConfigFile) {
+  TempDir tmp;
+  const fs::path good = tmp.write("hybrid.toml",
+                                  "model = \"hybrid\"\nseed = 4\n[grid]\nsize = [31, 31, 1]\n[time]\ndt = 0.004\n"
+                                  "t_max = 0.5\n[parameters]\nrho = 0.0\n[hybrid]\nreplicates = 3\npsi = 0.1\n"
+                                  "sprouts = 2\nmax_tips = 50\nreach_x = 0.9\n"
+                                  "branching = [[0.3, 0.0], [inf, 0.5]]\n");
+  CommandResult r = angio_run(tmp / "out", {"--config", good.string(), "--no-quicklook", "--backend", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(lines_of(slurp(tmp / "out" / "ensemble.csv")).size(), 4u);  // header + 3 realisations
+  EXPECT_TRUE(contains(slurp(tmp / "out" / "ensemble.csv"), ",4,"));    // seeds 4, 5, 6
+  // Flags override the file: --replicates 2.
+  r = angio_run(tmp / "out2", {"--config", good.string(), "--no-quicklook", "--backend", "cpu", "--replicates", "2"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(lines_of(slurp(tmp / "out2" / "ensemble.csv")).size(), 3u);
+  // Bad values: the file, the line and the key.
+  const fs::path bad_table =
+      tmp.write("bad1.toml", "model = \"hybrid\"\n[hybrid]\nbranching = [[0.5, 0.1], [0.4, 0.2]]\n");
+  expect_user_error({"--config", bad_table.string()}, {"bad1.toml", ":3", "hybrid.branching"});
+  const fs::path bad_key = tmp.write("bad2.toml", "model = \"hybrid\"\n[hybrid]\nspouts = 3\n");
+  expect_user_error({"--config", bad_key.string()}, {"bad2.toml", ":3", "hybrid.spouts"});
+  const fs::path bad_reach = tmp.write("bad3.toml", "model = \"hybrid\"\n\n[hybrid]\nreach_x = 1.5\n");
+  expect_user_error({"--config", bad_reach.string()}, {"bad3.toml", ":4", "hybrid.reach_x"});
+  // [hybrid] with the continuous model, and continuous-only keys with the hybrid one.
+  const fs::path mixed = tmp.write("mixed.toml", "[hybrid]\npsi = 0.2\n");
+  expect_user_error({"--config", mixed.string()}, {"mixed.toml", "[hybrid]"});
+  const fs::path form = tmp.write("form.toml", "model = \"hybrid\"\nform = \"flux\"\n");
+  expect_user_error({"--config", form.string()}, {"form.toml", "form"});
+  // D_c > 0 is refused on cuda (a message naming cuda with or without a GPU).
+  const fs::path taf =
+      tmp.write("taf.toml", "model = \"hybrid\"\n[grid]\nsize = [21, 21, 1]\n[parameters]\nD_c = 0.001\n");
+  expect_user_error({"--config", taf.string(), "--backend", "cuda"}, {"cuda"});
 }
 
 TEST(AngioCli, RestartErrors) {

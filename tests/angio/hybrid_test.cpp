@@ -8,6 +8,7 @@
 #include <set>
 
 #include "angio/hybrid.hpp"
+#include "angio/hybrid_io.hpp"
 #include "angio/hybrid_model.hpp"
 #include "core/rng.hpp"
 #include "support/test_support.hpp"
@@ -177,6 +178,93 @@ TEST(AngioHybrid, TipsClimbTheTafGradient) {
   std::printf("x-moves up %lld, down %lld\n", static_cast<long long>(up), static_cast<long long>(down));
   EXPECT_GT(up, 3 * down);
   EXPECT_GT(up, 50);
+}
+
+// D_c > 0: each realisation carries its own c field. With eta = 0 the tips do not touch c, so the
+// field must follow the continuous solver's c (fp64, same explicit stencil) to round-off: the
+// relative difference after 200 steps is bounded by 200 steps x a few ulps (1e-12 leaves a wide
+// margin and still catches a wrong coefficient, a missing mirror ghost or a skipped step).
+TEST(AngioHybrid, TafDiffusionFollowsTheContinuousStencil) {
+  for (int nz : {1, 9}) {
+    HybridProblem p = small_problem(nz);
+    p.grid = Grid{31, 21, nz, 1.0 / 30};
+    p.model.taf_diffusion = 0.01;
+    p.model.taf_uptake = 0;
+    p.initial.taf = InitialTaf::Tumour;
+    p.dt = 0.002;
+    p.hybrid.t_max = 200 * p.dt;
+    p.hybrid.reach_x = 1;
+    const Realisation r = run_hybrid_reference(p, 3);
+    ASSERT_EQ(r.final_c.size(), p.grid.nodes());
+    Problem cp;
+    cp.grid = p.grid;
+    cp.model = p.model;
+    cp.initial = p.initial;
+    cp.dt = p.dt;
+    cp.precision = Precision::Fp64;
+    auto solver = make_solver<double>(cp, initial_fields<double>(cp.grid, cp.initial), Backend::Reference, {});
+    solver->advance(r.steps, false);
+    Fields<double> u;
+    solver->read(u);
+    double worst = 0;
+    for (std::size_t k = 0; k < u.c.size(); ++k)
+      worst = std::max(worst, std::abs(u.c[k] - r.final_c[k]) / std::max(1e-3, std::abs(u.c[k])));
+    EXPECT_LT(worst, 1e-12) << "nz " << nz << ", " << r.steps << " steps";
+    EXPECT_GT(r.steps, 100);
+  }
+}
+
+// With uptake (eta > 0) TAF falls where the tips have been, and the cpu backend (threads) equals
+// the reference with D_c > 0 as it does without.
+TEST(AngioHybrid, TafDiffusionWithUptakeCpuEqualsReference) {
+  HybridProblem p = small_problem();
+  p.model.taf_diffusion = 0.005;
+  p.model.haptotaxis = 0;
+  p.hybrid.t_max = 0.6;
+  const std::vector<Realisation> cpu = run_hybrid_ensemble(p, 5, 4, Backend::Cpu, 3);
+  for (int r = 0; r < 4; ++r) {
+    const Realisation ref = run_hybrid_reference(p, 5 + static_cast<std::uint64_t>(r));
+    EXPECT_EQ(cpu[static_cast<std::size_t>(r)].segments.size(), ref.segments.size());
+    EXPECT_EQ(cpu[static_cast<std::size_t>(r)].final_c, ref.final_c);
+    EXPECT_EQ(cpu[static_cast<std::size_t>(r)].occupied, ref.occupied);
+  }
+  // Uptake: c is lower at the occupied nodes than the same run without tips would give there.
+  const Realisation& r = cpu.front();
+  HybridProblem no_uptake = p;
+  no_uptake.model.taf_uptake = 0;
+  const Realisation free_c = run_hybrid_reference(no_uptake, 5);
+  std::size_t lower = 0;
+  for (const std::int64_t node : r.occupied)
+    lower += r.final_c[static_cast<std::size_t>(node)] < free_c.final_c[static_cast<std::size_t>(node)] ? 1 : 0;
+  EXPECT_EQ(lower, r.occupied.size());
+}
+
+// The end-of-run fields of a realisation: n = 1 exactly on the vessel and the occupied nodes,
+// f and c untouched elsewhere, and at an initial sprout's node (occupied at step 0) the closed
+// forms after `steps` updates.
+TEST(AngioHybrid, EndFieldsMarkTheNetwork) {
+  HybridProblem p = small_problem(9);
+  p.grid = Grid{41, 31, 9, 1.0 / 40};
+  p.dt = 0.002;
+  p.hybrid.t_max = 0.5;
+  const Realisation r = run_hybrid_reference(p, 9);
+  const Fields<double> u = hybrid_fields(p, r);
+  const Fields<double> u0 = initial_fields<double>(p.grid, p.initial);
+  std::set<std::int64_t> network(r.vessel.begin(), r.vessel.end());
+  network.insert(r.occupied.begin(), r.occupied.end());
+  for (std::size_t k = 0; k < u.n.size(); ++k) {
+    const bool on = network.count(static_cast<std::int64_t>(k)) > 0;
+    ASSERT_EQ(u.n[k], on ? 1.0 : 0.0) << k;
+    if (!on) {
+      ASSERT_EQ(u.f[k], u0.f[k]);
+      ASSERT_EQ(u.c[k], u0.c[k]);
+    }
+  }
+  const std::int64_t sprout = r.segments.front().to;  // an initial sprout, occupied at step 0
+  const auto s = static_cast<std::size_t>(sprout);
+  EXPECT_EQ(u.c[s], occupied_c(u0.c[s], p.dt, p.model.taf_uptake, r.steps));
+  EXPECT_EQ(u.f[s], occupied_f(u0.f[s], p.dt, p.model.fn_production, p.model.fn_uptake, r.steps));
+  EXPECT_LT(u.c[s], u0.c[s]);
 }
 
 }  // namespace

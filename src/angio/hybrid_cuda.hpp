@@ -1,0 +1,52 @@
+#pragma once
+// The hybrid model's GPU kernel behind a narrow interface of plain arrays (no std::vector of the
+// model's own types: nvcc 12's front end cannot instantiate those with GCC 12's C++20 library).
+// hybrid_cuda_host.cpp builds the realisations from what it returns.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "angio/model.hpp"
+
+namespace simkit::angio::detail::hybrid_cuda {
+
+constexpr int kMaxRules = 16;
+
+struct KernelProblem {
+  ModelParams model;
+  int nx = 0, ny = 0, nz = 0;
+  double h = 0, dt = 0, psi = 0, reach_front = 0;
+  long long last_step = 0, max_tips = 0;
+  int rules = 0;
+  double rule_c[kMaxRules] = {}, rule_p[kMaxRules] = {};
+  unsigned long long seed = 0;
+};
+
+// One realisation as the kernel leaves it: its segment log (in the order the segments were made),
+// counters, and the nodes of its active tips in id order. `overflow`: it outgrew the capacities
+// and must be run again with more.
+struct RawRealisation {
+  int index = 0;  // realisation number r (seed + r)
+  bool overflow = false;
+  long long steps = 0, moves = 0, clipped = 0;
+  std::vector<long long> from, to;
+  std::vector<int> birth, generation;
+  std::vector<unsigned char> kind;
+  std::vector<long long> active_nodes;
+};
+
+// Where the time went (seconds), summed over calls: uploading the initial fields, the kernel
+// launches, and downloading the logs.
+struct Timing {
+  double upload = 0, kernel = 0, download = 0;
+};
+
+// Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
+// capacities of `segments` segments and `tips` tips; `done(raw)` receives each one, in no
+// particular order, on the calling thread.
+void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
+                      const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
+                      const std::vector<int>& which, long long segments, long long tips, int device,
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr);
+
+}  // namespace simkit::angio::detail::hybrid_cuda

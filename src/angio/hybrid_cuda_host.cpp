@@ -1,0 +1,89 @@
+// The hybrid model's cuda backend, host side: runs the ensemble kernel (hybrid_cuda.cu), runs again
+// with four times the capacity any realisation that outgrew its buffers, and rebuilds each
+// realisation from its segment log with the reference's own builder.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "angio/hybrid_cuda.hpp"
+#include "angio/hybrid_detail.hpp"
+#include "angio/run.hpp"
+#include "core/error.hpp"
+
+namespace simkit::angio::detail::hybrid_cuda {
+
+std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
+                             const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing) {
+  const Grid& g = problem.grid;
+  if (problem.hybrid.branching.size() > static_cast<std::size_t>(kMaxRules)) {
+    throw UserError(fmt::format("branching table: at most {} rows", kMaxRules));
+  }
+  KernelProblem kp;
+  kp.model = problem.model;
+  kp.nx = g.nx;
+  kp.ny = g.ny;
+  kp.nz = g.nz;
+  kp.h = g.h;
+  kp.dt = problem.dt;
+  kp.psi = problem.hybrid.psi;
+  kp.reach_front = hybrid_reach_front(problem);
+  kp.last_step = hybrid_last_step(problem);
+  kp.max_tips = problem.hybrid.max_tips;
+  kp.rules = static_cast<int>(problem.hybrid.branching.size());
+  for (int r = 0; r < kp.rules; ++r) {
+    kp.rule_c[r] = problem.hybrid.branching[static_cast<std::size_t>(r)].c_upto;
+    kp.rule_p[r] = problem.hybrid.branching[static_cast<std::size_t>(r)].probability;
+  }
+  kp.seed = seed;
+  const Fields<double> initial = initial_fields<double>(g, problem.initial);
+  std::vector<long long> sprout_node, sprout_previous;
+  for (const auto& [j, l] : sprout_positions(g, problem.initial, problem.hybrid.sprouts)) {
+    sprout_previous.push_back(static_cast<long long>(g.index(0, j, l)));
+    sprout_node.push_back(static_cast<long long>(g.index(1, j, l)));
+  }
+  const auto sprouts = static_cast<std::int64_t>(sprout_node.size());
+  std::int64_t segments = std::max(initial_capacity.segments, sprouts + 1);
+  std::int64_t tips = std::max(initial_capacity.tips, sprouts + 1);
+
+  std::vector<Realisation> out(static_cast<std::size_t>(replicates));
+  std::vector<int> pending(static_cast<std::size_t>(replicates));
+  for (int r = 0; r < replicates; ++r) pending[static_cast<std::size_t>(r)] = r;
+  int done = 0;
+  while (!pending.empty()) {
+    std::vector<int> overflowed;
+    run_realisations(
+        kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
+        [&](RawRealisation&& raw) {
+          if (raw.overflow) {
+            overflowed.push_back(raw.index);
+            return;
+          }
+          HybridLog log;
+          const std::size_t n = raw.from.size();
+          log.segments.reserve(n);
+          log.kinds.reserve(n);
+          for (std::size_t e = 0; e < n; ++e) {
+            log.segments.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e]);
+            log.kinds.push_back(static_cast<SegmentKind>(raw.kind[e]));
+          }
+          std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
+          out[static_cast<std::size_t>(raw.index)] =
+              realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
+                                   raw.clipped, log, std::move(active));
+          ++done;
+          if (progress) progress(done, replicates);
+        },
+        timing);
+    std::sort(overflowed.begin(), overflowed.end());
+    pending = std::move(overflowed);
+    if (segments > std::numeric_limits<std::int64_t>::max() / 8 || tips > std::numeric_limits<int>::max() / 8) {
+      throw InternalError("hybrid cuda: capacities overflow");
+    }
+    segments *= 4;
+    tips *= 4;
+  }
+  return out;
+}
+
+}  // namespace simkit::angio::detail::hybrid_cuda
