@@ -154,7 +154,8 @@ BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->Min
 
 // The hybrid model's ensembles (issue 5): R realisations to the reach time or t = 20, k = 0.01,
 // D_c = 0, linear TAF. Args: backend (2 cpu, 3 cuda), grid (0: 200^3 with h = 1/199, 1: 400 x 400
-// x 140, 2: the 2D 201^2 case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only).
+// x 140, 2: the 2D 201^2 case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only),
+// D_c x 10^4 (0, or 3: TAF diffusion with D_c = 0.0003, a c field per realisation).
 // Time is end to end (initial fields, upload, kernels, rebuilding every realisation on the host);
 // counters give realisations/s, the mean steps, segments and reach fraction, and for cuda the
 // kernel-only time.
@@ -166,12 +167,13 @@ void BM_AngioHybrid(benchmark::State& state) {
                       : (which == 1 ? Grid{400, 400, 140, 1.0 / 399} : Grid{201, 201, 1, 0.005});
   p.dt = 0.01;
   p.model.haptotaxis = static_cast<double>(state.range(3)) / 100;
+  p.model.taf_diffusion = static_cast<double>(state.range(4)) / 1e4;
   const int replicates = static_cast<int>(state.range(2));
   if (backend == Backend::Cuda && !cuda_status().usable) {
     state.SkipWithError("no usable CUDA device");
     return;
   }
-  double steps = 0, segments = 0, reached = 0, kernel = 0;
+  double steps = 0, segments = 0, reached = 0, kernel = 0, upload = 0, download = 0;
   for (auto _ : state) {
     std::vector<Realisation> ensemble;
 #ifdef SIMKIT_HAVE_CUDA
@@ -179,6 +181,8 @@ void BM_AngioHybrid(benchmark::State& state) {
       detail::hybrid_cuda::Timing timing;
       ensemble = detail::hybrid_cuda::run(p, 1, replicates, 0, {}, {}, &timing);
       kernel = timing.kernel;
+      upload = timing.upload;
+      download = timing.download;
     }
 #endif
     if (backend != Backend::Cuda) ensemble = run_hybrid_ensemble(p, 1, replicates, backend, 0);
@@ -196,19 +200,23 @@ void BM_AngioHybrid(benchmark::State& state) {
   state.counters["reached_fraction"] = reached / replicates;
   if (backend == Backend::Cuda) {
     state.counters["kernel_s"] = kernel;
+    state.counters["upload_s"] = upload;
+    state.counters["download_s"] = download;
     state.counters["kernel_ms_per_step"] = 1e3 * kernel / std::max(1.0, steps / replicates);
   }
 }
 BENCHMARK(BM_AngioHybrid)
-    ->ArgNames({"backend", "grid", "R", "rho100"})
-    ->Args({3, 0, 1000, 34})
-    ->Args({3, 0, 1000, 0})
-    ->Args({2, 0, 1000, 34})
-    ->Args({2, 0, 1000, 0})
-    ->Args({3, 1, 1, 34})
-    ->Args({3, 1, 1, 0})
-    ->Args({3, 2, 1000, 0})
-    ->Args({2, 2, 1000, 0})
+    ->ArgNames({"backend", "grid", "R", "rho100", "Dc1e4"})
+    ->Args({3, 0, 1000, 34, 0})
+    ->Args({3, 0, 1000, 0, 0})
+    ->Args({2, 0, 1000, 34, 0})
+    ->Args({2, 0, 1000, 0, 0})
+    ->Args({3, 1, 1, 34, 0})
+    ->Args({3, 1, 1, 0, 0})
+    ->Args({3, 2, 1000, 0, 0})
+    ->Args({2, 2, 1000, 0, 0})
+    ->Args({3, 0, 100, 34, 3})
+    ->Args({2, 0, 16, 34, 3})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -93,7 +93,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   if (cfg.seed && !a.seed) a.seed = cfg.seed;
   if (cfg.quicklook && !*cfg.quicklook) a.no_quicklook = true;
   // The hybrid model clips negative weights, so only the diffusion limit applies to k (with
-  // D_c > 0 also the TAF diffusion limit).
+  // D_c > 0 the larger of D and D_c).
   const double diffusion = std::max(p.model.diffusion, p.model.taf_diffusion);
   const double limit = p.grid.h * p.grid.h / (2 * p.grid.dims() * diffusion);
   const std::optional<double> dt = a.dt ? a.dt : cfg.dt;
@@ -112,10 +112,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   validate(p);
   a.common.seed = a.seed.value_or(1);
   RunOptions options = to_run_options(a.common);
-  // auto: the GPU when there is one, except with D_c > 0 (full fields: reference and cpu only).
-  const Backend backend = options.backend == Backend::Cuda && a.common.backend == "auto" && p.model.taf_diffusion > 0
-                              ? Backend::Cpu
-                              : options.backend;
+  const Backend backend = options.backend;
   if (backend == Backend::Cuda) initialize_cuda_device(options.device);
   Progress progress("angio hybrid", "realisations", a.common.quiet);
   Stopwatch compute;

@@ -65,13 +65,15 @@ struct Realisation {
   std::int64_t moves = 0, clipped_draws = 0;  // move draws, and those where a negative P was clipped
   std::vector<Segment> segments;
   std::vector<MetricsRow> metrics;               // after every step (row 0: the initial state)
-  std::vector<std::int64_t> vessel;              // the parent vessel's nodes (the x = 0 face)
   std::vector<std::int64_t> occupied;            // every other occupied node, in occupation order
   std::vector<std::int64_t> branch_points;       // nodes where a branch started
   std::vector<std::int64_t> anastomosis_points;  // nodes where a tip fused with a vessel or sprout
   std::vector<std::int64_t> active_tip_nodes;    // at the end
-  std::vector<double> final_c;                   // D_c > 0 only: the c field at the end
+  std::vector<double> final_c;  // D_c > 0: the c field at the end (of realisation 0 only, in an ensemble)
 };
+
+// The parent vessel's nodes: the x = 0 face, occupied from the start (the same for every realisation).
+std::vector<std::int64_t> parent_vessel(const Grid& g);
 
 // Checks the problem (grid, step, table, psi...); UserError naming the field.
 void validate(const HybridProblem& problem);
@@ -83,7 +85,8 @@ Realisation run_hybrid_reference(const HybridProblem& problem, std::uint64_t see
 // Realisations r = 0..replicates-1 with seeds seed + r. Reference runs them one after another,
 // cpu shares them among threads; each equals a single run with its seed, whatever the thread
 // count. cuda runs them concurrently on GPU `device` (one warp per realisation) and gives the same
-// realisations bit for bit (D_c = 0 only). `progress(done, total)` is called from one thread at a time.
+// realisations bit for bit (with D_c > 0 each realisation has its own c field on the GPU). `progress(done, total)` is
+// called from one thread at a time.
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
                                              Backend backend, int threads, const ProgressCallback& progress = {},
                                              int device = 0);

@@ -1,13 +1,18 @@
-// The hybrid model's cuda backend: an ensemble of realisations, one warp each, all in one launch.
+// The hybrid model's cuda backend: an ensemble of realisations, one warp each.
 //
 // With D_c = 0, c and f at a node are closed forms of how long it has been occupied
 // (hybrid_model.hpp), so a realisation's whole state is its tips and its occupied nodes: a small
 // open-addressing hash table (node -> step it was occupied in), a tip table and a segment log.
-// The initial fields are read from one shared copy. Per step, the warp's lanes draw the moves of
-// the active tips in parallel (the costly part: 7 nodes of c and f per tip); lane 0 then applies
-// the moves and the branching serially in ascending tip id, exactly as the reference does, so a
-// realisation is bitwise the reference's (same double operations, --fmad=false, same Philox
-// draws). A realisation that outgrows its capacities is flagged and run again with more.
+// The initial fields are read from one shared copy and the whole ensemble runs in one launch.
+// With D_c > 0 each realisation has its own c field (two buffers, by step parity) and a dense
+// table of occupation steps; the warps advance one step per launch and a stencil kernel updates
+// every field between launches.
+//
+// Per step, the warp's lanes draw the moves of the active tips in parallel (the costly part: 7
+// nodes of c and f per tip); lane 0 then applies the moves and the branching serially in
+// ascending tip id, exactly as the reference does, so a realisation is bitwise the reference's
+// (the same SIMKIT_HD formulas, --fmad=false, the same Philox draws). A realisation that outgrows
+// its capacities is flagged and run again with more.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,7 +36,7 @@ constexpr unsigned kFull = 0xffffffffu;
 
 struct Params {
   ModelParams model;
-  int nx, ny, nz, dims;
+  int nx, ny, nz;
   double h, dt, a, psi, reach_front;
   long long last_step;
   long long max_tips;
@@ -43,22 +48,25 @@ struct Params {
   const double* c0;
   const double* f0;
   unsigned long long seed;
-  int first;         // realisation index of warp 0 (seed + first + warp)
-  const int* which;  // realisations of this launch (indices), or null: first + warp
+  const int* which;  // realisation numbers of this batch's warps
+  long long nodes;
   // capacities per realisation
   long long log_capacity;
   int tip_capacity;
-  int hash_bits;
+  int hash_bits;  // D_c = 0: hash table of 2^hash_bits slots
 };
 
-struct Summary {
-  long long steps, moves, clipped, log_size, tips;
-  int overflow, pad;
+// A realisation's serial state between launches.
+struct State {
+  long long step, tips, log_size, hashed, moves, clipped;
+  double front;
+  int count_active, overflow, finished, stepped;
 };
 
 struct Work {
-  long long* hash_key;  // node + 1; 0: empty
-  int* hash_since;      // the step the node was occupied in, plus 1
+  long long* hash_key;  // D_c = 0: node + 1; 0: empty
+  int* since;           // D_c = 0: per hash slot; D_c > 0: per node (0: free, else occupation step + 1)
+  double* c;            // D_c > 0: two fields per realisation, the current one is c[step & 1]
   long long* tip_node;
   long long* tip_previous;
   long long* tip_age;
@@ -71,7 +79,7 @@ struct Work {
   int* log_birth;
   int* log_generation;
   unsigned char* log_kind;
-  Summary* summary;
+  State* state;
 };
 
 __device__ inline unsigned long long mix(unsigned long long x) {
@@ -83,40 +91,46 @@ __device__ inline unsigned long long mix(unsigned long long x) {
   return x;
 }
 
-// One realisation's view of the work arrays.
+// One realisation's view of its occupation table and of c and f. kFields: D_c > 0 (dense
+// occupation steps and its own c field at `step`), else a hash table and closed forms.
+template <bool kFields>
 struct Realm {
   const Params* p;
   long long* key;
   int* since_of;
   long long hash_mask;
+  const double* c_now;  // kFields: c at the start of `step`
+  long long step;
 
   __device__ long long since(long long node) const {
     if (node % p->nx == 0) return 1;  // the parent vessel (i = 0), occupied from the start
-    long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
-    for (;;) {
-      const long long k = key[pos];
-      if (k == node + 1) return since_of[pos];
-      if (k == 0) return 0;
-      pos = (pos + 1) & hash_mask;
+    if constexpr (kFields) {
+      return since_of[node];
+    } else {
+      long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
+      for (;;) {
+        const long long k = key[pos];
+        if (k == node + 1) return since_of[pos];
+        if (k == 0) return 0;
+        pos = (pos + 1) & hash_mask;
+      }
     }
   }
   __device__ bool occupied(long long node) const { return since(node) != 0; }
-  // Lane 0 only; the node is not in the table.
-  __device__ void occupy(long long node, long long step) const {
-    long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
-    while (key[pos] != 0) pos = (pos + 1) & hash_mask;
-    since_of[pos] = static_cast<int>(step + 1);
-    key[pos] = node + 1;
+  // Lane 0 only; the node is free.
+  __device__ void occupy(long long node, long long at_step) const {
+    if constexpr (kFields) {
+      since_of[node] = static_cast<int>(at_step + 1);
+    } else {
+      long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
+      while (key[pos] != 0) pos = (pos + 1) & hash_mask;
+      since_of[pos] = static_cast<int>(at_step + 1);
+      key[pos] = node + 1;
+    }
   }
-  __device__ long long updates(long long node, long long step) const {
+  __device__ long long updates(long long node, long long at_step) const {
     const long long s = since(node);
-    return s == 0 ? 0 : step + 1 - s;
-  }
-  __device__ double c(long long node, long long step) const {
-    return occupied_c(p->c0[node], p->dt, p->model.taf_uptake, updates(node, step));
-  }
-  __device__ double f(long long node, long long step) const {
-    return occupied_f(p->f0[node], p->dt, p->model.fn_production, p->model.fn_uptake, updates(node, step));
+    return s == 0 ? 0 : at_step + 1 - s;
   }
   __device__ void coordinates(long long node, int& i, int& j, int& l) const {
     const long long plane = static_cast<long long>(p->nx) * p->ny;
@@ -125,38 +139,34 @@ struct Realm {
     l = static_cast<int>(node / plane);
   }
   __device__ long long index(int i, int j, int l) const { return (static_cast<long long>(l) * p->ny + j) * p->nx + i; }
+  // c at the start of `at_step` (the current step, or the next one with the occupation as it stands).
+  __device__ double c(long long node, long long at_step) const {
+    if constexpr (kFields) {
+      if (at_step == step) return c_now[node];
+      int i, j, l;
+      coordinates(node, i, j, l);
+      return diffused_c(
+          p->model, p->dt, p->h, p->nx, p->ny, p->nz, i, j, l, [this](int a, int b, int e) { return index(a, b, e); },
+          [this](long long id) { return c_now[id]; }, occupied(node));
+    } else {
+      return occupied_c(p->c0[node], p->dt, p->model.taf_uptake, updates(node, at_step));
+    }
+  }
+  __device__ double f(long long node, long long at_step) const {
+    return occupied_f(p->f0[node], p->dt, p->model.fn_production, p->model.fn_uptake, updates(node, at_step));
+  }
   __device__ long long neighbour(long long node, int d) const {
     int i, j, l, di, dj, dl;
     coordinates(node, i, j, l);
     move_offset(d, di, dj, dl);
     return index(i + di, j + dj, l + dl);
   }
-  __device__ void weights(long long node, long long step, double w[7], bool inside[7]) const {
+  __device__ void weights(long long node, long long at_step, double w[7], bool inside[7]) const {
     int i, j, l;
     coordinates(node, i, j, l);
-    const int at[7][3] = {{i, j, l},
-                          {upper_neighbour(i, p->nx), j, l},
-                          {lower_neighbour(i, p->nx), j, l},
-                          {i, upper_neighbour(j, p->ny), l},
-                          {i, lower_neighbour(j, p->ny), l},
-                          {i, j, upper_neighbour(l, p->nz)},
-                          {i, j, lower_neighbour(l, p->nz)}};
-    Stencil<double> s;
-    for (int d = 0; d < 7; ++d) {
-      const long long id = index(at[d][0], at[d][1], at[d][2]);
-      s.c[d] = c(id, step);
-      s.f[d] = f(id, step);
-    }
-    if (p->dims == 3) {
-      movement_coefficients_fixed<3>(p->model, p->a, s, w);
-    } else {
-      movement_coefficients_fixed<2>(p->model, p->a, s, w);
-    }
-    for (int d = 0; d < 7; ++d) {
-      int di, dj, dl;
-      move_offset(d, di, dj, dl);
-      inside[d] = i + di >= 0 && i + di < p->nx && j + dj >= 0 && j + dj < p->ny && l + dl >= 0 && l + dl < p->nz;
-    }
+    tip_weights(
+        p->model, p->a, p->nx, p->ny, p->nz, i, j, l, [this](int a, int b, int e) { return index(a, b, e); },
+        [&](long long id) { return c(id, at_step); }, [&](long long id) { return f(id, at_step); }, w, inside);
   }
 };
 
@@ -166,14 +176,27 @@ __device__ double branch_probability(const Params& p, double c) {
   return p.rules > 0 ? p.rule_p[p.rules - 1] : 0.0;
 }
 
-__global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int count) {
+// Advances warp `warp`'s realisation by up to `budget` steps (its state in w.state[warp]).
+template <bool kFields>
+__global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int count, long long budget) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int lane = static_cast<int>(threadIdx.x & 31);
   if (warp >= count) return;
-  const int realisation = p.which ? p.which[warp] : p.first + warp;
-  const unsigned long long seed = p.seed + static_cast<unsigned long long>(realisation);
+  State st = w.state[warp];
+  if (st.finished) {
+    if (lane == 0 && st.stepped) w.state[warp].stepped = 0;  // no stencil update for it any more
+    return;
+  }
+  const unsigned long long seed = p.seed + static_cast<unsigned long long>(p.which[warp]);
   const long long hash_size = 1LL << p.hash_bits;
-  Realm realm{&p, w.hash_key + warp * hash_size, w.hash_since + warp * hash_size, hash_size - 1};
+  Realm<kFields> realm{&p, nullptr, nullptr, hash_size - 1, nullptr, st.step};
+  if constexpr (kFields) {
+    realm.since_of = w.since + warp * p.nodes;
+  } else {
+    realm.key = w.hash_key + warp * hash_size;
+    realm.since_of = w.since + warp * hash_size;
+  }
+  double* c_fields = kFields ? w.c + 2 * warp * p.nodes : nullptr;
   const long long tip_base = static_cast<long long>(warp) * p.tip_capacity;
   long long* tip_node = w.tip_node + tip_base;
   long long* tip_previous = w.tip_previous + tip_base;
@@ -188,15 +211,11 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
   int* log_birth = w.log_birth + log_base;
   int* log_generation = w.log_generation + log_base;
   unsigned char* log_kind = w.log_kind + log_base;
-  const long long hash_limit = hash_size / 2;  // keep the table at most half full
+  const long long hash_limit = kFields ? p.nodes : hash_size / 2;  // a hash table at most half full
 
-  // Lane 0's serial state, broadcast to the warp after each phase.
-  long long tips = 0, log_size = 0, hashed = 0;
-  int count_active = 0, overflow = 0;
-  double front = p.h;
-  if (lane == 0) {
+  if (st.step == 0 && st.tips == 0 && lane == 0) {  // first launch: the initial sprouts
     if (p.sprouts > p.tip_capacity || p.sprouts > p.log_capacity || p.sprouts > hash_limit) {
-      overflow = 1;
+      st.overflow = 1;
     } else {
       for (int t = 0; t < p.sprouts; ++t) {
         tip_node[t] = p.sprout_node[t];
@@ -212,14 +231,18 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
         log_generation[t] = 0;
         log_kind[t] = kSprout;
       }
-      tips = log_size = hashed = count_active = p.sprouts;
+      st.tips = st.log_size = st.hashed = st.count_active = p.sprouts;
+      st.front = p.h;
     }
   }
-  count_active = __shfl_sync(kFull, count_active, 0);
-  overflow = __shfl_sync(kFull, overflow, 0);
+  int count_active = __shfl_sync(kFull, st.count_active, 0);
+  int overflow = __shfl_sync(kFull, st.overflow, 0);
+  double front = __shfl_sync(kFull, st.front, 0);
   __syncwarp();
-  long long moves = 0, clipped_draws = 0, step = 0;
-  while (step < p.last_step && front < p.reach_front && count_active > 0 && !overflow) {
+  long long moves = 0, clipped_draws = 0, step = st.step, done_steps = 0;
+  while (done_steps < budget && step < p.last_step && front < p.reach_front && count_active > 0 && !overflow) {
+    realm.step = step;
+    if constexpr (kFields) realm.c_now = c_fields + (step & 1) * p.nodes;
     // (1) every active tip draws its move from the state at the start of the step.
     for (int q = lane; q < count_active; q += 32) {
       const int id = active[q];
@@ -247,23 +270,23 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
         if (d == 0) continue;
         const long long node = tip_node[id];
         const long long target = realm.neighbour(node, d);
-        if (log_size >= p.log_capacity || hashed >= hash_limit) {
+        if (st.log_size >= p.log_capacity || st.hashed >= hash_limit) {
           overflow = 1;
           break;
         }
-        log_from[log_size] = node;
-        log_to[log_size] = target;
-        log_birth[log_size] = static_cast<int>(step + 1);
-        log_generation[log_size] = tip_generation[id];
+        log_from[st.log_size] = node;
+        log_to[st.log_size] = target;
+        log_birth[st.log_size] = static_cast<int>(step + 1);
+        log_generation[st.log_size] = tip_generation[id];
         if (realm.occupied(target)) {
-          log_kind[log_size++] = kAnastomosis;
+          log_kind[st.log_size++] = kAnastomosis;
           tip_active[id] = 0;
           --alive;
           continue;
         }
-        log_kind[log_size++] = kMove;
+        log_kind[st.log_size++] = kMove;
         realm.occupy(target, step);
-        ++hashed;
+        ++st.hashed;
         tip_previous[id] = node;
         tip_node[id] = target;
         front = fmax(front, static_cast<int>(target % p.nx) * p.h);
@@ -287,11 +310,11 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
         bool any = false;
         for (int d = 1; d < 7; ++d) any = any || (free_inside[d] && wt[d] > 0);
         if (!any) continue;
-        if (tips >= p.tip_capacity || log_size >= p.log_capacity || hashed >= hash_limit) {
+        if (st.tips >= p.tip_capacity || st.log_size >= p.log_capacity || st.hashed >= hash_limit) {
           overflow = 1;
           break;
         }
-        const long long child = tips;
+        const long long child = st.tips;
         RngStream where(
             seed, StreamId{static_cast<std::uint32_t>(child), static_cast<std::uint32_t>(step), kDrawBranchDirection});
         bool clipped = false;
@@ -303,14 +326,14 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
         tip_generation[child] = tip_generation[id] + 1;
         tip_active[child] = 1;
         realm.occupy(target, step);
-        ++hashed;
-        log_from[log_size] = node;
-        log_to[log_size] = target;
-        log_birth[log_size] = static_cast<int>(step + 1);
-        log_generation[log_size] = tip_generation[child];
-        log_kind[log_size++] = kBranch;
+        ++st.hashed;
+        log_from[st.log_size] = node;
+        log_to[st.log_size] = target;
+        log_birth[st.log_size] = static_cast<int>(step + 1);
+        log_generation[st.log_size] = tip_generation[child];
+        log_kind[st.log_size++] = kBranch;
         tip_age[id] = 0;
-        ++tips;
+        ++st.tips;
         ++alive;
         front = fmax(front, static_cast<int>(target % p.nx) * p.h);
       }
@@ -318,7 +341,7 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
       int kept = 0;
       for (int q = 0; q < existing; ++q)
         if (tip_active[active[q]]) active[kept++] = active[q];
-      for (long long id = tips - (alive - kept); id < tips; ++id) active[kept++] = static_cast<int>(id);
+      for (long long id = st.tips - (alive - kept); id < st.tips; ++id) active[kept++] = static_cast<int>(id);
       count_active = kept;
     }
     __syncwarp();
@@ -326,46 +349,73 @@ __global__ void __launch_bounds__(128) ensemble_kernel(Params p, Work w, int cou
     overflow = __shfl_sync(kFull, overflow, 0);
     front = __shfl_sync(kFull, front, 0);
     ++step;
+    ++done_steps;
   }
   for (int offset = 16; offset > 0; offset /= 2) {
     moves += __shfl_down_sync(kFull, moves, offset);
     clipped_draws += __shfl_down_sync(kFull, clipped_draws, offset);
   }
   if (lane == 0) {
-    Summary s{};
-    s.steps = step;
-    s.moves = moves;
-    s.clipped = clipped_draws;
-    s.log_size = log_size;
-    s.tips = tips;
-    s.overflow = overflow;
-    w.summary[warp] = s;
+    st.moves += moves;
+    st.clipped += clipped_draws;
+    st.step = step;
+    st.count_active = count_active;
+    st.overflow = overflow;
+    st.front = front;
+    st.stepped = done_steps > 0 ? 1 : 0;
+    st.finished = !(step < p.last_step && front < p.reach_front && count_active > 0 && !overflow);
+    w.state[warp] = st;
   }
 }
 
+// D_c > 0, step (4) of every realisation that has just made a step: c at its new step from the
+// previous one (the other buffer), with its occupation as the step left it.
+__global__ void diffuse_kernel(Params p, Work w) {
+  const int warp = static_cast<int>(blockIdx.y);
+  const State& st = w.state[warp];
+  if (!st.stepped) return;
+  const long long node = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (node >= p.nodes) return;
+  Realm<true> realm{
+      &p, nullptr, w.since + warp * p.nodes, 0, w.c + 2 * warp * p.nodes + ((st.step - 1) & 1) * p.nodes, st.step - 1};
+  int i, j, l;
+  realm.coordinates(node, i, j, l);
+  double* c_next = w.c + 2 * warp * p.nodes + (st.step & 1) * p.nodes;
+  c_next[node] = diffused_c(
+      p.model, p.dt, p.h, p.nx, p.ny, p.nz, i, j, l, [&](int a, int b, int e) { return realm.index(a, b, e); },
+      [&](long long id) { return realm.c_now[id]; }, realm.occupied(node));
+}
+
+// Device memory of one batch of realisations.
 struct Capacity {
   long long segments, tips;
 };
 
-// Device memory of one batch of realisations.
 struct Batch {
   cuda::DeviceBuffer<long long> hash_key, tip_node, tip_previous, tip_age, log_from, log_to;
-  cuda::DeviceBuffer<int> hash_since, tip_generation, active, log_birth, log_generation, which;
+  cuda::DeviceBuffer<int> since, tip_generation, active, log_birth, log_generation, which;
+  cuda::DeviceBuffer<double> c;
   cuda::DeviceBuffer<unsigned char> tip_active, log_kind;
   cuda::DeviceBuffer<signed char> move;
-  cuda::DeviceBuffer<Summary> summary;
+  cuda::DeviceBuffer<State> state;
 
-  static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits) {
+  // Hash slots (D_c = 0) or the dense occupation table and two c fields (D_c > 0).
+  static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits, bool fields, long long nodes) {
     const auto h = static_cast<std::size_t>(1) << hash_bits;
     const auto t = static_cast<std::size_t>(c.tips), s = static_cast<std::size_t>(c.segments);
-    return h * (8 + 4) + t * (8 + 8 + 8 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 1) + sizeof(Summary) + 4;
+    const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (4 + 16) : h * (8 + 4);
+    return table + t * (8 + 8 + 8 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 1) + sizeof(State) + 4;
   }
-  void allocate(int count, const Capacity& c, int hash_bits) {
+  void allocate(int count, const Capacity& cap, int hash_bits, bool fields, long long nodes) {
     const auto n = static_cast<std::size_t>(count);
-    const std::size_t h = n << hash_bits, t = n * static_cast<std::size_t>(c.tips),
-                      s = n * static_cast<std::size_t>(c.segments);
-    hash_key.resize(h);
-    hash_since.resize(h);
+    const std::size_t t = n * static_cast<std::size_t>(cap.tips), s = n * static_cast<std::size_t>(cap.segments);
+    if (fields) {
+      since.resize(n * static_cast<std::size_t>(nodes));
+      c.resize(2 * n * static_cast<std::size_t>(nodes));
+    } else {
+      hash_key.resize(n << hash_bits);
+      since.resize(n << hash_bits);
+    }
     tip_node.resize(t);
     tip_previous.resize(t);
     tip_age.resize(t);
@@ -378,13 +428,14 @@ struct Batch {
     log_birth.resize(s);
     log_generation.resize(s);
     log_kind.resize(s);
-    summary.resize(n);
+    state.resize(n);
     which.resize(n);
   }
   Work work() {
-    return Work{hash_key.data(),       hash_since.data(), tip_node.data(),       tip_previous.data(), tip_age.data(),
-                tip_generation.data(), tip_active.data(), active.data(),         move.data(),         log_from.data(),
-                log_to.data(),         log_birth.data(),  log_generation.data(), log_kind.data(),     summary.data()};
+    return Work{hash_key.data(), since.data(),          c.data(),          tip_node.data(),       tip_previous.data(),
+                tip_age.data(),  tip_generation.data(), tip_active.data(), active.data(),         move.data(),
+                log_from.data(), log_to.data(),         log_birth.data(),  log_generation.data(), log_kind.data(),
+                state.data()};
   }
 };
 
@@ -399,6 +450,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   Timing local;
   const Clock::time_point upload_start = Clock::now();
+  const bool fields = kp.model.taf_diffusion > 0;
   cuda::DeviceBuffer<double> c0, f0;
   c0.upload(c0_host);
   f0.upload(f0_host);
@@ -410,7 +462,6 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.nx = kp.nx;
   p.ny = kp.ny;
   p.nz = kp.nz;
-  p.dims = kp.nz == 1 ? 2 : 3;
   p.h = kp.h;
   p.dt = kp.dt;
   p.a = kp.dt / (kp.h * kp.h);
@@ -429,6 +480,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.c0 = c0.data();
   p.f0 = f0.data();
   p.seed = kp.seed;
+  p.nodes = static_cast<long long>(c0_host.size());
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   local.upload += since(upload_start);
   int hash_bits = 4;
@@ -436,16 +488,18 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Capacity capacity{segments, tips};
   std::size_t free = 0, total = 0;
   SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits);
+  const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, p.nodes);
   const auto fit = static_cast<long long>(static_cast<double>(free) * 0.6 / static_cast<double>(per));
   if (fit < 1) {
     throw UserError("--backend cuda: one realisation needs " + std::to_string(per >> 20) + " MiB of GPU memory (" +
-                    std::to_string(segments) + " segments, " + std::to_string(tips) + " tips) and " +
-                    std::to_string(free >> 20) + " MiB are free; lower --t-max or --max-tips, or use --backend cpu");
+                    std::to_string(segments) + " segments, " + std::to_string(tips) + " tips" +
+                    (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
+                    " MiB are free; lower --t-max or --max-tips, or use --backend cpu");
   }
-  const int batch_size = static_cast<int>(std::min<long long>(fit, static_cast<long long>(which.size())));
+  const int batch_size =
+      static_cast<int>(std::min<long long>({fit, static_cast<long long>(which.size()), fields ? 65535LL : 1LL << 30}));
   Batch batch;
-  batch.allocate(batch_size, capacity, hash_bits);
+  batch.allocate(batch_size, capacity, hash_bits, fields, p.nodes);
   p.log_capacity = segments;
   p.tip_capacity = static_cast<int>(tips);
   p.hash_bits = hash_bits;
@@ -453,52 +507,102 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     const int count =
         static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch_size), which.size() - first));
-    SIMKIT_CUDA_CHECK(cudaMemcpy(batch.which.data(), which.data() + first,
-                                 static_cast<std::size_t>(count) * sizeof(int), cudaMemcpyHostToDevice));
-    SIMKIT_CUDA_CHECK(
-        cudaMemsetAsync(batch.hash_key.data(), 0, (static_cast<std::size_t>(count) << hash_bits) * sizeof(long long)));
+    const auto n = static_cast<std::size_t>(count);
+    SIMKIT_CUDA_CHECK(cudaMemcpy(batch.which.data(), which.data() + first, n * sizeof(int), cudaMemcpyHostToDevice));
+    SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.state.data(), 0, n * sizeof(State)));
+    const auto nodes = static_cast<std::size_t>(p.nodes);
+    if (fields) {
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.since.data(), 0, n * nodes * sizeof(int)));
+      for (std::size_t k = 0; k < n; ++k) {
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(batch.c.data() + 2 * k * nodes, c0.data(), nodes * sizeof(double),
+                                          cudaMemcpyDeviceToDevice));
+      }
+    } else {
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.hash_key.data(), 0, (n << hash_bits) * sizeof(long long)));
+    }
     const Clock::time_point kernel_start = Clock::now();
     const int threads = 128;
     const int blocks = (count * 32 + threads - 1) / threads;
-    ensemble_kernel<<<blocks, threads>>>(p, batch.work(), count);
-    SIMKIT_CUDA_CHECK_LAUNCH();
-    std::vector<Summary> summary(static_cast<std::size_t>(count));
+    std::vector<State> state(n);
+    if (!fields) {
+      advance_kernel<false><<<blocks, threads>>>(p, batch.work(), count, p.last_step);
+      SIMKIT_CUDA_CHECK_LAUNCH();
+    } else {
+      // One step per launch, then the stencil; every 16 steps, stop once every realisation has.
+      const dim3 grid(static_cast<unsigned>((p.nodes + 255) / 256), static_cast<unsigned>(count));
+      for (long long s = 0; s < p.last_step; ++s) {
+        advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 1);
+        SIMKIT_CUDA_CHECK_LAUNCH();
+        diffuse_kernel<<<grid, 256>>>(p, batch.work());
+        SIMKIT_CUDA_CHECK_LAUNCH();
+        if (s % 16 == 15) {
+          batch.state.download(state.data(), n);
+          SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+          if (std::all_of(state.begin(), state.end(), [](const State& st) { return st.finished != 0; })) break;
+        }
+      }
+      advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 0);  // marks the last ones finished
+      SIMKIT_CUDA_CHECK_LAUNCH();
+    }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     local.kernel += since(kernel_start);
     const Clock::time_point download_start = Clock::now();
-    batch.summary.download(summary.data(), summary.size());
+    batch.state.download(state.data(), n);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    for (int k = 0; k < count; ++k) {
-      const Summary& s = summary[static_cast<std::size_t>(k)];
-      RawRealisation raw;
-      raw.index = which[first + static_cast<std::size_t>(k)];
-      raw.overflow = s.overflow != 0;
-      raw.steps = s.steps;
-      raw.moves = s.moves;
-      raw.clipped = s.clipped;
-      if (!raw.overflow) {
-        const auto n = static_cast<std::size_t>(s.log_size);
-        const std::size_t log_offset = static_cast<std::size_t>(k) * static_cast<std::size_t>(segments);
-        const std::size_t tip_offset = static_cast<std::size_t>(k) * static_cast<std::size_t>(tips);
-        auto fetch = [](auto& host, const auto* device_data, std::size_t count_) {
-          host.resize(count_);
-          if (count_ > 0) {
-            SIMKIT_CUDA_CHECK(cudaMemcpy(host.data(), device_data, count_ * sizeof(host[0]), cudaMemcpyDeviceToHost));
-          }
-        };
-        fetch(raw.from, batch.log_from.data() + log_offset, n);
-        fetch(raw.to, batch.log_to.data() + log_offset, n);
-        fetch(raw.birth, batch.log_birth.data() + log_offset, n);
-        fetch(raw.generation, batch.log_generation.data() + log_offset, n);
-        fetch(raw.kind, batch.log_kind.data() + log_offset, n);
-        std::vector<long long> nodes;
-        std::vector<unsigned char> alive;
-        fetch(nodes, batch.tip_node.data() + tip_offset, static_cast<std::size_t>(s.tips));
-        fetch(alive, batch.tip_active.data() + tip_offset, static_cast<std::size_t>(s.tips));
-        for (std::size_t t = 0; t < nodes.size(); ++t)
-          if (alive[t]) raw.active_nodes.push_back(nodes[t]);
+    // The logs and tip tables of the whole batch in one strided copy per array (rows of the
+    // longest log), rather than many small copies.
+    std::size_t longest = 0, most_tips = 0;
+    for (const State& st : state) {
+      if (st.overflow) continue;
+      longest = std::max(longest, static_cast<std::size_t>(st.log_size));
+      most_tips = std::max(most_tips, static_cast<std::size_t>(st.tips));
+    }
+    auto fetch_rows = [&](auto& host, const auto* device_data, std::size_t capacity_, std::size_t width) {
+      host.resize(n * width);
+      if (width > 0) {
+        const std::size_t bytes = sizeof(host[0]);
+        SIMKIT_CUDA_CHECK(cudaMemcpy2D(host.data(), width * bytes, device_data, capacity_ * bytes, width * bytes, n,
+                                       cudaMemcpyDeviceToHost));
       }
-      local.download += since(download_start);
+    };
+    const auto seg_cap = static_cast<std::size_t>(segments), tip_cap = static_cast<std::size_t>(tips);
+    std::vector<long long> from, to, tip_nodes;
+    std::vector<int> birth, generation;
+    std::vector<unsigned char> kind, alive;
+    fetch_rows(from, batch.log_from.data(), seg_cap, longest);
+    fetch_rows(to, batch.log_to.data(), seg_cap, longest);
+    fetch_rows(birth, batch.log_birth.data(), seg_cap, longest);
+    fetch_rows(generation, batch.log_generation.data(), seg_cap, longest);
+    fetch_rows(kind, batch.log_kind.data(), seg_cap, longest);
+    fetch_rows(tip_nodes, batch.tip_node.data(), tip_cap, most_tips);
+    fetch_rows(alive, batch.tip_active.data(), tip_cap, most_tips);
+    local.download += since(download_start);
+    for (std::size_t k = 0; k < n; ++k) {
+      const State& st = state[k];
+      RawRealisation raw;
+      raw.index = which[first + k];
+      raw.overflow = st.overflow != 0;
+      raw.steps = st.step;
+      raw.moves = st.moves;
+      raw.clipped = st.clipped;
+      if (!raw.overflow) {
+        const auto size = static_cast<std::ptrdiff_t>(st.log_size);
+        const auto row = static_cast<std::ptrdiff_t>(k * longest);
+        raw.from.assign(from.begin() + row, from.begin() + row + size);
+        raw.to.assign(to.begin() + row, to.begin() + row + size);
+        raw.birth.assign(birth.begin() + row, birth.begin() + row + size);
+        raw.generation.assign(generation.begin() + row, generation.begin() + row + size);
+        raw.kind.assign(kind.begin() + row, kind.begin() + row + size);
+        const std::size_t tip_row = k * most_tips;
+        for (std::size_t t = 0; t < static_cast<std::size_t>(st.tips); ++t)
+          if (alive[tip_row + t]) raw.active_nodes.push_back(tip_nodes[tip_row + t]);
+        if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
+          raw.final_c.resize(nodes);
+          SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
+                                       batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
+                                       nodes * sizeof(double), cudaMemcpyDeviceToHost));
+        }
+      }
       done(std::move(raw));
     }
   }

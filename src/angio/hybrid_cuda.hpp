@@ -33,6 +33,7 @@ struct RawRealisation {
   std::vector<int> birth, generation;
   std::vector<unsigned char> kind;
   std::vector<long long> active_nodes;
+  std::vector<double> final_c;  // D_c > 0, realisation 0 only: c at the end
 };
 
 // Where the time went (seconds), summed over calls: uploading the initial fields, the kernel
@@ -43,7 +44,8 @@ struct Timing {
 
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
 // capacities of `segments` segments and `tips` tips; `done(raw)` receives each one, in no
-// particular order, on the calling thread.
+// particular order, on the calling thread. D_c > 0 (kp.model.taf_diffusion) gives every
+// realisation its own c field on the GPU.
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,

@@ -68,9 +68,10 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             log.kinds.push_back(static_cast<SegmentKind>(raw.kind[e]));
           }
           std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
-          out[static_cast<std::size_t>(raw.index)] =
-              realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
+          Realisation& r = out[static_cast<std::size_t>(raw.index)];
+          r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
                                    raw.clipped, log, std::move(active));
+          r.final_c = std::move(raw.final_c);
           ++done;
           if (progress) progress(done, replicates);
         },

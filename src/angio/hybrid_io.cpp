@@ -224,7 +224,7 @@ Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
   // The step each node was occupied in: 0 for the parent vessel and the initial sprouts, else the
   // birth step of the segment that reached it minus 1 (segments are born at step + 1).
   std::vector<std::int64_t> occupied_at(g.nodes(), -1);
-  for (const std::int64_t node : r.vessel) occupied_at[static_cast<std::size_t>(node)] = 0;
+  for (const std::int64_t node : parent_vessel(g)) occupied_at[static_cast<std::size_t>(node)] = 0;
   std::size_t next = 0;  // r.occupied lists the segments' ends in order, anastomoses excluded
   for (const Segment& s : r.segments) {
     if (next < r.occupied.size() && r.occupied[next] == s.to && occupied_at[static_cast<std::size_t>(s.to)] < 0) {

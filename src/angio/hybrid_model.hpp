@@ -69,4 +69,49 @@ SIMKIT_HD inline double occupied_f(double f0, double k, double beta, double gamm
   return fstar + (f0 - fstar) * power(1 - k * gamma, m);
 }
 
+// P0..P6 at node (i, j, l) of an nx x ny x nz grid, from c and f read through `c_at(id)` and
+// `f_at(id)` (node indices, mirror ghosts at the boundaries), and which moves stay in the domain:
+// the one tip-weight routine of every backend.
+template <class Index, class CAt, class FAt>
+SIMKIT_HD inline void tip_weights(const ModelParams& m, double a, int nx, int ny, int nz, int i, int j, int l,
+                                  Index index, CAt c_at, FAt f_at, double w[7], bool inside[7]) {
+  const int at[7][3] = {{i, j, l},
+                        {upper_neighbour(i, nx), j, l},
+                        {lower_neighbour(i, nx), j, l},
+                        {i, upper_neighbour(j, ny), l},
+                        {i, lower_neighbour(j, ny), l},
+                        {i, j, upper_neighbour(l, nz)},
+                        {i, j, lower_neighbour(l, nz)}};
+  Stencil<double> s;
+  for (int d = 0; d < 7; ++d) {
+    const auto id = index(at[d][0], at[d][1], at[d][2]);
+    s.c[d] = c_at(id);
+    s.f[d] = f_at(id);
+  }
+  if (nz > 1) {
+    movement_coefficients_fixed<3>(m, a, s, w);
+  } else {
+    movement_coefficients_fixed<2>(m, a, s, w);
+  }
+  for (int d = 0; d < 7; ++d) {
+    int di, dj, dl;
+    move_offset(d, di, dj, dl);
+    inside[d] = i + di >= 0 && i + di < nx && j + dj >= 0 && j + dj < ny && l + dl >= 0 && l + dl < nz;
+  }
+}
+
+// Step (4) with TAF diffusion at node (i, j, l): c' = c + k (D_c Lap c / h^2 - eta n c), with n = 1
+// where the node is occupied, the 7-point Laplacian (5-point in 2D) and mirror ghosts.
+template <class Index, class CAt>
+SIMKIT_HD inline double diffused_c(const ModelParams& m, double k, double h, int nx, int ny, int nz, int i, int j,
+                                   int l, Index index, CAt c_at, bool occupied) {
+  const double centre = c_at(index(i, j, l));
+  double lap = c_at(index(upper_neighbour(i, nx), j, l)) + c_at(index(lower_neighbour(i, nx), j, l)) +
+               c_at(index(i, upper_neighbour(j, ny), l)) + c_at(index(i, lower_neighbour(j, ny), l));
+  if (nz > 1) lap += c_at(index(i, j, upper_neighbour(l, nz))) + c_at(index(i, j, lower_neighbour(l, nz)));
+  lap -= 2.0 * (nz > 1 ? 3 : 2) * centre;
+  const double n = occupied ? 1.0 : 0.0;
+  return centre + k * (m.taf_diffusion * lap / (h * h) - m.taf_uptake * n * centre);
+}
+
 }  // namespace simkit::angio

@@ -64,25 +64,10 @@ class Lattice {
   void weights(std::int64_t node, std::int64_t step, double w[7], bool inside[7]) const {
     int i, j, l;
     coordinates(node, i, j, l);
-    const int at[7][3] = {{i, j, l},
-                          {upper_neighbour(i, g_.nx), j, l},
-                          {lower_neighbour(i, g_.nx), j, l},
-                          {i, upper_neighbour(j, g_.ny), l},
-                          {i, lower_neighbour(j, g_.ny), l},
-                          {i, j, upper_neighbour(l, g_.nz)},
-                          {i, j, lower_neighbour(l, g_.nz)}};
-    Stencil<double> s;
-    for (int d = 0; d < 7; ++d) {
-      const std::int64_t id = static_cast<std::int64_t>(g_.index(at[d][0], at[d][1], at[d][2]));
-      s.c[d] = c(id, step);
-      s.f[d] = f(id, step);
-    }
-    movement_coefficients(p_.model, p_.dt / (g_.h * g_.h), g_.dims(), s, w);
-    for (int d = 0; d < 7; ++d) {
-      int di, dj, dl;
-      move_offset(d, di, dj, dl);
-      inside[d] = i + di >= 0 && i + di < g_.nx && j + dj >= 0 && j + dj < g_.ny && l + dl >= 0 && l + dl < g_.nz;
-    }
+    tip_weights(
+        p_.model, p_.dt / (g_.h * g_.h), g_.nx, g_.ny, g_.nz, i, j, l,
+        [&](int a, int b, int e) { return static_cast<std::int64_t>(g_.index(a, b, e)); },
+        [&](std::int64_t id) { return c(id, step); }, [&](std::int64_t id) { return f(id, step); }, w, inside);
   }
   std::int64_t neighbour(std::int64_t node, int d) const {
     int i, j, l, di, dj, dl;
@@ -99,13 +84,9 @@ class Lattice {
   double next_c(std::int64_t node) const {
     int i, j, l;
     coordinates(node, i, j, l);
-    const double centre = c_[static_cast<std::size_t>(node)];
-    double lap = c_[g_.index(upper_neighbour(i, g_.nx), j, l)] + c_[g_.index(lower_neighbour(i, g_.nx), j, l)] +
-                 c_[g_.index(i, upper_neighbour(j, g_.ny), l)] + c_[g_.index(i, lower_neighbour(j, g_.ny), l)];
-    if (g_.nz > 1) lap += c_[g_.index(i, j, upper_neighbour(l, g_.nz))] + c_[g_.index(i, j, lower_neighbour(l, g_.nz))];
-    lap -= 2.0 * g_.dims() * centre;
-    const double n = occupied(node) ? 1.0 : 0.0;
-    return centre + p_.dt * (p_.model.taf_diffusion * lap / (g_.h * g_.h) - p_.model.taf_uptake * n * centre);
+    return diffused_c(
+        p_.model, p_.dt, g_.h, g_.nx, g_.ny, g_.nz, i, j, l, [&](int a, int b, int e) { return g_.index(a, b, e); },
+        [&](std::size_t id) { return c_[id]; }, occupied(node));
   }
   const HybridProblem& p_;
   Grid g_;
@@ -117,7 +98,8 @@ class Lattice {
   std::vector<std::int64_t> since_;  // 0: free; else the step it was occupied in, plus 1
 };
 
-Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::uint64_t seed) {
+// keep_c: with D_c > 0, keep the final c field in the result (nodes x 8 bytes).
+Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::uint64_t seed, bool keep_c) {
   const Grid& g = p.grid;
   Lattice lattice(p, initial);
   HybridLog log;
@@ -228,7 +210,7 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
   for (const Tip& t : tips)
     if (t.active) active_nodes.push_back(t.node);
   Realisation r = detail::realisation_from_log(p, seed, step, moves, clipped_draws, log, std::move(active_nodes));
-  if (p.model.taf_diffusion > 0) r.final_c = lattice.c_field();
+  if (p.model.taf_diffusion > 0 && keep_c) r.final_c = lattice.c_field();
   return r;
 }
 
@@ -289,8 +271,6 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
   r.clipped_draws = clipped_draws;
   r.segments = log.segments;
   r.active_tip_nodes = std::move(active_tip_nodes);
-  for (int l = 0; l < g.nz; ++l)
-    for (int j = 0; j < g.ny; ++j) r.vessel.push_back(static_cast<std::int64_t>(g.index(0, j, l)));
   // Metrics after every step: row s counts the segments born in steps up to s (birth step <= s).
   MetricsRow row;
   row.front = g.h;
@@ -340,6 +320,14 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
 
 }  // namespace detail
 
+std::vector<std::int64_t> parent_vessel(const Grid& g) {
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(g.ny) * static_cast<std::size_t>(g.nz));
+  for (int l = 0; l < g.nz; ++l)
+    for (int j = 0; j < g.ny; ++j) out.push_back(static_cast<std::int64_t>(g.index(0, j, l)));
+  return out;
+}
+
 void validate(const HybridProblem& p) {
   Problem continuous;
   continuous.grid = p.grid;
@@ -372,7 +360,7 @@ void validate(const HybridProblem& p) {
 Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
   validate(p);
   const Fields<double> initial = initial_fields<double>(p.grid, p.initial);
-  return run_one(p, initial, seed);
+  return run_one(p, initial, seed, true);
 }
 
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
@@ -381,11 +369,6 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
   validate(problem);
   if (replicates < 1) throw UserError(fmt::format("--replicates {}: must be >= 1", replicates));
   if (backend == Backend::Cuda) {
-    if (problem.model.taf_diffusion > 0) {
-      throw UserError(
-          "--backend cuda: the hybrid model with D_c > 0 (a full c field per realisation) runs on reference and "
-          "cpu only; use --backend cpu");
-    }
     return detail::hybrid_cuda::run(problem, seed, replicates, device, progress, detail::hybrid_cuda::Capacity{});
   }
   const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
@@ -394,7 +377,7 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
   int done = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
   for (int r = 0; r < replicates; ++r) {
-    out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r));
+    out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
 #pragma omp critical(simkit_angio_hybrid_progress)
     {
       ++done;

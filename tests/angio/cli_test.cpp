@@ -446,10 +446,10 @@ TEST(AngioCli, HybridConfigFile) {
   expect_user_error({"--config", mixed.string()}, {"mixed.toml", "[hybrid]"});
   const fs::path form = tmp.write("form.toml", "model = \"hybrid\"\nform = \"flux\"\n");
   expect_user_error({"--config", form.string()}, {"form.toml", "form"});
-  // D_c > 0 is refused on cuda (a message naming cuda with or without a GPU).
+  // D_c > 0 limits k as well: h^2 / (2 dims D_c) = 0.00625 here.
   const fs::path taf =
-      tmp.write("taf.toml", "model = \"hybrid\"\n[grid]\nsize = [21, 21, 1]\n[parameters]\nD_c = 0.001\n");
-  expect_user_error({"--config", taf.string(), "--backend", "cuda"}, {"cuda"});
+      tmp.write("taf.toml", "model = \"hybrid\"\n[grid]\nsize = [21, 21, 1]\n[parameters]\nD_c = 0.1\n");
+  expect_user_error({"--config", taf.string(), "--dt", "0.01"}, {"--dt", "0.00625"});
 }
 
 TEST(AngioCli, RestartErrors) {

@@ -93,14 +93,33 @@ TEST(AngioHybridCuda, EnsembleEntryPointEqualsCpu) {
   for (std::size_t r = 0; r < gpu.size(); ++r) expect_same(gpu[r], cpu[r], "r " + std::to_string(r));
 }
 
-// D_c > 0 needs a full c field per realisation: the cuda backend refuses it with a UserError.
-TEST(AngioHybridCuda, TafDiffusionIsRefusedWithAMessage) {
+// D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil
+// kernel between launches); realisations and realisation 0's final c field equal the reference's
+// bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities.
+TEST(AngioHybridCuda, TafDiffusionEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  HybridProblem p;
-  p.grid = Grid{21, 21, 1, 0.05};
-  p.model.taf_diffusion = 0.01;
-  p.dt = 0.01;
-  EXPECT_THROW(run_hybrid_ensemble(p, 1, 2, Backend::Cuda, 0), UserError);
+  for (int nz : {1, 11}) {
+    HybridProblem p;
+    p.grid = Grid{41, 33, nz, 1.0 / 40};
+    p.model.taf_diffusion = 0.002;
+    p.model.haptotaxis = 0.1;
+    p.initial.taf = InitialTaf::Tumour;
+    p.dt = 0.9 * p.grid.h * p.grid.h / (2 * p.grid.dims() * p.model.taf_diffusion);
+    p.hybrid.t_max = 300 * p.dt;
+    p.hybrid.psi = 30 * p.dt;
+    const int replicates = 12;
+    const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 31, replicates, 0, {}, {16, 4});
+    for (int r = 0; r < replicates; ++r) {
+      const Realisation ref = run_hybrid_reference(p, 31 + static_cast<std::uint64_t>(r));
+      expect_same(gpu[static_cast<std::size_t>(r)], ref, "nz " + std::to_string(nz) + " r " + std::to_string(r));
+      if (r == 0) {
+        ASSERT_EQ(gpu[0].final_c.size(), ref.final_c.size());
+        EXPECT_TRUE(gpu[0].final_c == ref.final_c) << "final c differs";
+      } else {
+        EXPECT_TRUE(gpu[static_cast<std::size_t>(r)].final_c.empty());
+      }
+    }
+  }
 }
 
 }  // namespace
