@@ -173,7 +173,8 @@ void BM_AngioHybrid(benchmark::State& state) {
     state.SkipWithError("no usable CUDA device");
     return;
   }
-  double steps = 0, segments = 0, reached = 0, kernel = 0, upload = 0, download = 0;
+  double steps = 0, segments = 0, reached = 0, moves = 0;
+  [[maybe_unused]] double kernel = 0, upload = 0, download = 0, setup = 0, allocate = 0, rebuild = 0;
   for (auto _ : state) {
     std::vector<Realisation> ensemble;
 #ifdef SIMKIT_HAVE_CUDA
@@ -183,13 +184,17 @@ void BM_AngioHybrid(benchmark::State& state) {
       kernel = timing.kernel;
       upload = timing.upload;
       download = timing.download;
+      setup = timing.setup;
+      allocate = timing.allocate;
+      rebuild = timing.rebuild;
     }
 #endif
     if (backend != Backend::Cuda) ensemble = run_hybrid_ensemble(p, 1, replicates, backend, 0);
-    steps = segments = reached = 0;
+    steps = segments = reached = moves = 0;
     for (const Realisation& r : ensemble) {
       steps += static_cast<double>(r.steps);
       segments += static_cast<double>(r.segments.size());
+      moves += static_cast<double>(r.moves);
       reached += r.reached ? 1 : 0;
     }
   }
@@ -197,11 +202,16 @@ void BM_AngioHybrid(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(replicates), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["mean_steps"] = steps / replicates;
   state.counters["mean_segments"] = segments / replicates;
+  state.counters["mean_tip_steps"] = moves / replicates;
   state.counters["reached_fraction"] = reached / replicates;
   if (backend == Backend::Cuda) {
     state.counters["kernel_s"] = kernel;
+    state.counters["tip_steps_per_s"] = kernel > 0 ? moves / kernel : 0;
     state.counters["upload_s"] = upload;
     state.counters["download_s"] = download;
+    state.counters["setup_s"] = setup;
+    state.counters["allocate_s"] = allocate;
+    state.counters["rebuild_s"] = rebuild;
     state.counters["kernel_ms_per_step"] = 1e3 * kernel / std::max(1.0, steps / replicates);
   }
 }

@@ -498,8 +498,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   }
   const int batch_size =
       static_cast<int>(std::min<long long>({fit, static_cast<long long>(which.size()), fields ? 65535LL : 1LL << 30}));
+  const Clock::time_point allocate_start = Clock::now();
   Batch batch;
   batch.allocate(batch_size, capacity, hash_bits, fields, p.nodes);
+  local.allocate += since(allocate_start);
   p.log_capacity = segments;
   p.tip_capacity = static_cast<int>(tips);
   p.hash_bits = hash_bits;
@@ -610,6 +612,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     timing->upload += local.upload;
     timing->kernel += local.kernel;
     timing->download += local.download;
+    timing->allocate += local.allocate;
   }
 }
 

@@ -36,10 +36,11 @@ struct RawRealisation {
   std::vector<double> final_c;  // D_c > 0, realisation 0 only: c at the end
 };
 
-// Where the time went (seconds), summed over calls: uploading the initial fields, the kernel
-// launches, and downloading the logs.
+// Where the time went (seconds), summed over calls: the initial fields on the host (setup), device
+// memory (allocate), uploading the initial fields, the kernel launches, downloading the logs, and
+// rebuilding the realisations on the host (rebuild).
 struct Timing {
-  double upload = 0, kernel = 0, download = 0;
+  double setup = 0, allocate = 0, upload = 0, kernel = 0, download = 0, rebuild = 0;
 };
 
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation

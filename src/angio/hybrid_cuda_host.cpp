@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "angio/hybrid_cuda.hpp"
@@ -15,6 +16,10 @@ namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const Clock::time_point setup_start = Clock::now();
+  double rebuild = 0;
   const Grid& g = problem.grid;
   if (problem.hybrid.branching.size() > static_cast<std::size_t>(kMaxRules)) {
     throw UserError(fmt::format("branching table: at most {} rows", kMaxRules));
@@ -46,6 +51,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   std::int64_t segments = std::max(initial_capacity.segments, sprouts + 1);
   std::int64_t tips = std::max(initial_capacity.tips, sprouts + 1);
 
+  if (timing) timing->setup += since(setup_start);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
   std::vector<int> pending(static_cast<std::size_t>(replicates));
   for (int r = 0; r < replicates; ++r) pending[static_cast<std::size_t>(r)] = r;
@@ -55,6 +61,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
     run_realisations(
         kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
         [&](RawRealisation&& raw) {
+          const Clock::time_point rebuild_start = Clock::now();
           if (raw.overflow) {
             overflowed.push_back(raw.index);
             return;
@@ -72,6 +79,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
           r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
                                    raw.clipped, log, std::move(active));
           r.final_c = std::move(raw.final_c);
+          rebuild += since(rebuild_start);
           ++done;
           if (progress) progress(done, replicates);
         },
@@ -84,6 +92,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
     segments *= 4;
     tips *= 4;
   }
+  if (timing) timing->rebuild += rebuild;
   return out;
 }
 

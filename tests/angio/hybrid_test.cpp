@@ -181,6 +181,32 @@ TEST(AngioHybrid, TipsClimbTheTafGradient) {
   EXPECT_GT(up, 50);
 }
 
+// Realisation r of an ensemble with --seed S is the single run with seed S + r, whatever the
+// backend and thread count (D_c = 0; every draw is keyed by seed, tip id, step and purpose).
+TEST(AngioHybrid, ReplicateIsTheSingleRunWithShiftedSeed) {
+  HybridProblem p = small_problem();
+  p.hybrid.psi = 0.1;
+  for (int threads : {1, 3}) {
+    const std::vector<Realisation> cpu = run_hybrid_ensemble(p, 40, 6, Backend::Cpu, threads);
+    const std::vector<Realisation> ref = run_hybrid_ensemble(p, 40, 6, Backend::Reference, 1);
+    for (std::size_t r = 0; r < cpu.size(); ++r) {
+      const Realisation single = run_hybrid_reference(p, 40 + r);
+      for (const Realisation* x : {&cpu[r], &ref[r]}) {
+        EXPECT_EQ(x->seed, single.seed);
+        ASSERT_EQ(x->segments.size(), single.segments.size());
+        for (std::size_t k = 0; k < single.segments.size(); ++k) {
+          EXPECT_EQ(x->segments[k].to, single.segments[k].to);
+          EXPECT_EQ(x->segments[k].birth_step, single.segments[k].birth_step);
+        }
+        EXPECT_EQ(x->branch_points, single.branch_points);
+        EXPECT_EQ(x->anastomosis_points, single.anastomosis_points);
+        EXPECT_EQ(x->reach_time, single.reach_time);
+        EXPECT_EQ(x->steps, single.steps);
+      }
+    }
+  }
+}
+
 // D_c > 0: each realisation carries its own c field. With eta = 0 the tips do not touch c, so the
 // field must follow the continuous solver's c (fp64, same explicit stencil) to round-off: the
 // relative difference after 200 steps is bounded by 200 steps x a few ulps (1e-12 leaves a wide
