@@ -106,10 +106,16 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
                       p.dt, limit));
     }
   } else {
-    const int exponent = static_cast<int>(std::floor(std::log10(0.9 * limit))) - 1;
-    p.dt = std::stod(fmt::format("{:.0f}e{}", std::floor(0.9 * limit / std::pow(10.0, exponent)), exponent));
+    if (!std::isfinite(limit)) throw UserError("--dt: required when D = D_c = 0 (no diffusion limit to derive k from)");
+    // 0.9 x the limit, but at least 100 steps to --t-max; two significant digits.
+    const double target = std::min(0.9 * limit, p.hybrid.t_max / 100);
+    const int exponent = static_cast<int>(std::floor(std::log10(target))) - 1;
+    p.dt = std::stod(fmt::format("{:.0f}e{}", std::floor(target / std::pow(10.0, exponent)), exponent));
   }
   validate(p);
+  // The output directory first: a bad --out fails before any work.
+  const std::filesystem::path out = a.out;
+  ensure_output_directory(out);
   a.common.seed = a.seed.value_or(1);
   RunOptions options = to_run_options(a.common);
   const Backend backend = options.backend;
@@ -122,9 +128,13 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   const double seconds = compute.seconds();
   progress.finish();
 
-  const std::filesystem::path out = a.out;
-  ensure_output_directory(out);
+  // Metrics of an earlier, larger ensemble in the same directory go, so that metrics/ matches
+  // ensemble.csv.
   ensure_output_directory(out / "metrics");
+  for (const auto& entry : std::filesystem::directory_iterator(out / "metrics")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("realisation_", 0) == 0 && entry.path().extension() == ".csv") std::filesystem::remove(entry.path());
+  }
   for (std::size_t r = 0; r < ensemble.size(); ++r)
     write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
   write_ensemble_csv(out / "ensemble.csv", ensemble);

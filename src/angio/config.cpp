@@ -196,13 +196,19 @@ ConfigFile read_config(const std::filesystem::path& path) {
         const std::string_view name = hk.str();
         const std::string field = fmt::format("hybrid.{}", name);
         if (name == "replicates") {
-          cfg.replicates = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 1), 100000000));
+          const std::int64_t v = r.count(hk, hn, field, 1);
+          if (v > 100000000) r.fail(hk, hn, field, fmt::format("at most 100000000, got {}", v));
+          cfg.replicates = static_cast<int>(v);
         } else if (name == "psi") {
           h.psi = r.non_negative(hk, hn, field);
         } else if (name == "sprouts") {
-          h.sprouts = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 0), 1 << 24));
+          const std::int64_t v = r.count(hk, hn, field, 0);
+          if (v > (1 << 30)) r.fail(hk, hn, field, fmt::format("at most {}, got {}", 1 << 30, v));
+          h.sprouts = static_cast<int>(v);
         } else if (name == "max_tips") {
-          h.max_tips = static_cast<int>(std::min<std::int64_t>(r.count(hk, hn, field, 1), 1 << 30));
+          const std::int64_t v = r.count(hk, hn, field, 1);
+          if (v > (1 << 30)) r.fail(hk, hn, field, fmt::format("at most {}, got {}", 1 << 30, v));
+          h.max_tips = static_cast<int>(v);
         } else if (name == "reach_x") {
           h.reach_x = r.positive(hk, hn, field);
           if (h.reach_x > 1) r.fail(hk, hn, field, fmt::format("must be in (0, 1], got {}", h.reach_x));

@@ -26,7 +26,7 @@ struct HybridParams {
   std::vector<BranchRule> branching = {
       {0.25, 0.0}, {0.45, 0.2}, {0.6, 0.3}, {0.68, 0.4}, {std::numeric_limits<double>::infinity(), 1.0}};
   int sprouts = 0;        // initial tips on the parent vessel (0: one per maximum of the initial n)
-  int max_tips = 100000;  // active tips never exceed this (branching stops)
+  int max_tips = 100000;  // no branching while this many tips are active (the initial sprouts are not capped)
   double reach_x = 0.95;  // stop when a sprout reaches x >= reach_x (fraction of the box)
   double t_max = 20;      // or at this time
 };

@@ -171,6 +171,7 @@ struct Realm {
 };
 
 __device__ double branch_probability(const Params& p, double c) {
+  if (c != c) return 0.0;  // NaN: as the reference
   for (int r = 0; r < p.rules; ++r)
     if (c <= p.rule_c[r]) return p.rule_p[r];
   return p.rules > 0 ? p.rule_p[p.rules - 1] : 0.0;
@@ -319,6 +320,7 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
             seed, StreamId{static_cast<std::uint32_t>(child), static_cast<std::uint32_t>(step), kDrawBranchDirection});
         bool clipped = false;
         const int d = choose_move(wt, free_inside, where.uniform(), clipped);
+        if (d == 0) continue;  // NaN weights only (--force), as the reference
         const long long target = realm.neighbour(node, d);
         tip_node[child] = target;
         tip_previous[child] = node;
@@ -444,7 +446,7 @@ struct Batch {
 void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing) {
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -551,15 +553,21 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     const Clock::time_point download_start = Clock::now();
     batch.state.download(state.data(), n);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    // The logs and tip tables of the whole batch in one strided copy per array (rows of the
-    // longest log), rather than many small copies.
+    // The logs and tip tables of the whole batch in one strided copy per array (rows as long as
+    // the longest log), rather than many small copies; per realisation when that padding would
+    // take more than 1 GiB of host memory or the row pitch exceeds what cudaMemcpy2D takes.
     std::size_t longest = 0, most_tips = 0;
     for (const State& st : state) {
       if (st.overflow) continue;
       longest = std::max(longest, static_cast<std::size_t>(st.log_size));
       most_tips = std::max(most_tips, static_cast<std::size_t>(st.tips));
     }
+    const auto seg_cap = static_cast<std::size_t>(segments), tip_cap = static_cast<std::size_t>(tips);
+    const std::size_t pitch_limit = static_cast<std::size_t>(std::numeric_limits<int>::max());
+    const bool strided = !row_copies && n * (longest + most_tips) * sizeof(long long) <= (std::size_t{1} << 30) &&
+                         seg_cap * sizeof(long long) <= pitch_limit && tip_cap * sizeof(long long) <= pitch_limit;
     auto fetch_rows = [&](auto& host, const auto* device_data, std::size_t capacity_, std::size_t width) {
+      if (!strided) return;
       host.resize(n * width);
       if (width > 0) {
         const std::size_t bytes = sizeof(host[0]);
@@ -567,7 +575,20 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                                        cudaMemcpyDeviceToHost));
       }
     };
-    const auto seg_cap = static_cast<std::size_t>(segments), tip_cap = static_cast<std::size_t>(tips);
+    // Row k (its first `size` entries) of an array, from the strided copy or straight from the device.
+    auto row = [&](auto& out, const auto& host, const auto* device_data, std::size_t capacity_, std::size_t width,
+                   std::size_t k, std::size_t size) {
+      if (strided) {
+        const auto begin = host.begin() + static_cast<std::ptrdiff_t>(k * width);
+        out.assign(begin, begin + static_cast<std::ptrdiff_t>(size));
+      } else {
+        out.resize(size);
+        if (size > 0) {
+          SIMKIT_CUDA_CHECK(
+              cudaMemcpy(out.data(), device_data + k * capacity_, size * sizeof(out[0]), cudaMemcpyDeviceToHost));
+        }
+      }
+    };
     std::vector<long long> from, to, tip_nodes;
     std::vector<int> birth, generation;
     std::vector<unsigned char> kind, alive;
@@ -588,16 +609,19 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       raw.moves = st.moves;
       raw.clipped = st.clipped;
       if (!raw.overflow) {
-        const auto size = static_cast<std::ptrdiff_t>(st.log_size);
-        const auto row = static_cast<std::ptrdiff_t>(k * longest);
-        raw.from.assign(from.begin() + row, from.begin() + row + size);
-        raw.to.assign(to.begin() + row, to.begin() + row + size);
-        raw.birth.assign(birth.begin() + row, birth.begin() + row + size);
-        raw.generation.assign(generation.begin() + row, generation.begin() + row + size);
-        raw.kind.assign(kind.begin() + row, kind.begin() + row + size);
-        const std::size_t tip_row = k * most_tips;
-        for (std::size_t t = 0; t < static_cast<std::size_t>(st.tips); ++t)
-          if (alive[tip_row + t]) raw.active_nodes.push_back(tip_nodes[tip_row + t]);
+        const auto size = static_cast<std::size_t>(st.log_size);
+        row(raw.from, from, batch.log_from.data(), seg_cap, longest, k, size);
+        row(raw.to, to, batch.log_to.data(), seg_cap, longest, k, size);
+        row(raw.birth, birth, batch.log_birth.data(), seg_cap, longest, k, size);
+        row(raw.generation, generation, batch.log_generation.data(), seg_cap, longest, k, size);
+        row(raw.kind, kind, batch.log_kind.data(), seg_cap, longest, k, size);
+        std::vector<long long> nodes_k;
+        std::vector<unsigned char> alive_k;
+        const auto tips_k = static_cast<std::size_t>(st.tips);
+        row(nodes_k, tip_nodes, batch.tip_node.data(), tip_cap, most_tips, k, tips_k);
+        row(alive_k, alive, batch.tip_active.data(), tip_cap, most_tips, k, tips_k);
+        for (std::size_t t = 0; t < tips_k; ++t)
+          if (alive_k[t]) raw.active_nodes.push_back(nodes_k[t]);
         if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
           raw.final_c.resize(nodes);
           SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),

@@ -45,11 +45,13 @@ struct Timing {
 
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
 // capacities of `segments` segments and `tips` tips; `done(raw)` receives each one, in no
-// particular order, on the calling thread. D_c > 0 (kp.model.taf_diffusion) gives every
-// realisation its own c field on the GPU.
+// particular order, on the calling thread. `row_copies` forces one download per realisation
+// (otherwise used only when padding the batch's logs to one length would take too much memory). D_c > 0
+// (kp.model.taf_diffusion) gives every realisation its own c field on the GPU.
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr);
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr,
+                      bool row_copies = false);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

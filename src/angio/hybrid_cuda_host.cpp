@@ -83,7 +83,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
           ++done;
           if (progress) progress(done, replicates);
         },
-        timing);
+        timing, initial_capacity.row_copies);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
     if (segments > std::numeric_limits<std::int64_t>::max() / 8 || tips > std::numeric_limits<int>::max() / 8) {

@@ -46,6 +46,7 @@ namespace hybrid_cuda {
 struct Capacity {
   std::int64_t segments = 1 << 14;
   std::int64_t tips = 1 << 12;
+  bool row_copies = false;  // tests: download each realisation's log on its own (the large-log path)
 };
 struct Timing;  // hybrid_cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,

@@ -15,7 +15,7 @@ SIMKIT_HD inline void move_offset(int d, int& di, int& dj, int& dl) {
   dl = d == 5 ? -1 : (d == 6 ? 1 : 0);
 }
 
-// Move probabilities from P0..P6 at the tip's node: negative weights clipped to 0 (`clipped` says
+// Move probabilities from P0..P6 at the tip's node: negative (and NaN) weights clipped to 0 (`clipped` says
 // whether any was), moves out of the domain (`allowed[d]` false) and back onto the node the tip
 // came from get 0. Returns the chosen direction for uniform u in (0, 1) by the cumulative sum in
 // direction order; a tip whose weights are all 0 stays (direction 0).
@@ -26,7 +26,7 @@ SIMKIT_HD inline int choose_move(const T p[7], const bool allowed[7], double u, 
   clipped = false;
   for (int d = 0; d < 7; ++d) {
     double x = static_cast<double>(p[d]);
-    if (x < 0) {
+    if (!(x >= 0)) {  // negative, or NaN (only after a forced unstable step)
       clipped = true;
       x = 0;
     }

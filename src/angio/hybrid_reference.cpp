@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 #include "angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
@@ -187,6 +188,7 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
                                      detail::kDrawBranchDirection});
       bool clipped = false;
       const int d = choose_move(w, free_inside, where.uniform(), clipped);
+      if (d == 0) continue;  // NaN weights only (--force): no free neighbour chosen
       Tip child;
       child.id = id;
       child.previous = parent.node;
@@ -219,6 +221,7 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
 namespace detail {
 
 double branch_probability(const std::vector<BranchRule>& table, double c) {
+  if (std::isnan(c)) return 0.0;  // only after a forced unstable step: no branching
   for (const BranchRule& rule : table)
     if (c <= rule.c_upto) return rule.probability;
   return table.empty() ? 0.0 : table.back().probability;
@@ -345,6 +348,19 @@ void validate(const HybridProblem& p) {
   }
   if (h.max_tips < 1) throw UserError(fmt::format("--max-tips {}: must be >= 1", h.max_tips));
   if (h.sprouts < 0) throw UserError(fmt::format("--sprouts {}: must be >= 0", h.sprouts));
+  const std::int64_t face = static_cast<std::int64_t>(p.grid.ny) * p.grid.nz;
+  if (h.sprouts > face) {
+    throw UserError(fmt::format("--sprouts {}: the parent vessel's face has only {} nodes", h.sprouts, face));
+  }
+  if (h.sprouts > 0) {
+    const std::size_t distinct = detail::sprout_positions(p.grid, p.initial, h.sprouts).size();
+    if (distinct < static_cast<std::size_t>(h.sprouts)) {
+      throw UserError(
+          fmt::format("--sprouts {}: the regular pattern on a {} x {} face gives only {} distinct nodes; "
+                      "use at most {} or a finer grid",
+                      h.sprouts, p.grid.ny, p.grid.nz, distinct, distinct));
+    }
+  }
   if (h.branching.empty() || h.branching.size() > 16) {
     throw UserError("branching table: between 1 and 16 rows of [c_upto, probability]");
   }
@@ -371,19 +387,39 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
   if (backend == Backend::Cuda) {
     return detail::hybrid_cuda::run(problem, seed, replicates, device, progress, detail::hybrid_cuda::Capacity{});
   }
+  const int workers = backend == Backend::Cpu ? effective_threads(threads) : 1;
+  // Host memory: the shared initial fields (3 arrays) and, per worker, the occupation table (and
+  // with D_c > 0 two c fields), 8 bytes a node each.
+  const double nodes = static_cast<double>(problem.grid.nodes());
+  const double per_worker = nodes * 8.0 * (problem.model.taf_diffusion > 0 ? 3.0 : 1.0);
+  const double needed = nodes * 24.0 + per_worker * workers;
+  const std::size_t available = detail::host_available_bytes();
+  if (available > 0 && needed > static_cast<double>(available)) {
+    throw UserError(
+        fmt::format("--grid {},{},{}: {} workers need {:.2f} GiB of host memory and {:.2f} GiB are "
+                    "available; use fewer --threads, a smaller grid or --backend cuda",
+                    problem.grid.nx, problem.grid.ny, problem.grid.nz, workers, needed / 1073741824.0,
+                    static_cast<double>(available) / 1073741824.0));
+  }
   const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
-  const int workers = backend == Backend::Cpu ? effective_threads(threads) : 1;
   int done = 0;
+  std::exception_ptr failure;  // an exception must not leave the parallel region
 #pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
   for (int r = 0; r < replicates; ++r) {
-    out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
+    try {
+      out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
 #pragma omp critical(simkit_angio_hybrid_progress)
-    {
-      ++done;
-      if (progress) progress(done, replicates);
+      {
+        ++done;
+        if (progress) progress(done, replicates);
+      }
+    } catch (...) {
+#pragma omp critical(simkit_angio_hybrid_failure)
+      if (!failure) failure = std::current_exception();
     }
   }
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

@@ -62,7 +62,7 @@ void validate(const Problem& p) {
   require(ip.sine_frequency >= 0, "initial", fmt::format("m = {}: must be >= 0", ip.sine_frequency));
 }
 
-namespace {
+namespace detail {
 
 // MemAvailable from /proc/meminfo in bytes (0 when unknown: then the check is skipped).
 std::size_t host_available_bytes() {
@@ -78,6 +78,12 @@ std::size_t host_available_bytes() {
   }
   return 0;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::host_available_bytes;
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 

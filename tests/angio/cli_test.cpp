@@ -409,6 +409,8 @@ TEST(AngioCli, HybridEnsembleIsReproducibleAndSplittable) {
 TEST(AngioCli, HybridBadInputIsRefused) {
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--output-every", "3"}, {"--output-every"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--form", "flux"}, {"--form"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--sprouts", "2000000000"}, {"--sprouts", "21 nodes"});
+  expect_user_error({"--model", "hybrid", "--grid", "21,3,20", "--sprouts", "16"}, {"--sprouts", "distinct"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--psi", "-1"}, {"--psi"});
   expect_user_error({"--model", "hybrid", "--grid", "21,21,1", "--reach-x", "1.5"}, {"--reach-x"});
   expect_user_error({"--grid", "21,21,1", "--replicates", "3"}, {"--model hybrid"});
@@ -418,6 +420,24 @@ TEST(AngioCli, HybridBadInputIsRefused) {
 
 // The hybrid model from a configuration file: [hybrid] keys, the branching table, the model's
 // parameters; bad keys and values name the file, the line and the key.
+// A second, smaller ensemble into the same --out leaves metrics/ matching ensemble.csv; without any
+// diffusion (D = D_c = 0) k cannot be derived and --dt is required.
+TEST(AngioCli, HybridRerunAndNoDiffusion) {
+  TempDir tmp;
+  const std::vector<std::string> args = {"--model", "hybrid",         "--grid",    "31,31,1", "--t-max",
+                                         "0.5",     "--no-quicklook", "--backend", "cpu"};
+  std::vector<std::string> three = args, two = args;
+  three.insert(three.end(), {"--replicates", "3"});
+  two.insert(two.end(), {"--replicates", "2"});
+  ASSERT_EQ(angio_run(tmp / "out", three).exit_code, 0);
+  ASSERT_EQ(angio_run(tmp / "out", two).exit_code, 0);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(tmp / "out" / "metrics")) ++files;
+  EXPECT_EQ(files, 2u);
+  const fs::path still = tmp.write("still.toml", "model = \"hybrid\"\n[parameters]\nD = 0.0\n");
+  expect_user_error({"--config", still.string(), "--grid", "21,21,1"}, {"--dt", "D = D_c = 0"});
+}
+
 TEST(AngioCli, HybridConfigFile) {
   TempDir tmp;
   const fs::path good = tmp.write("hybrid.toml",
