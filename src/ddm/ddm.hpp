@@ -1,0 +1,112 @@
+#pragma once
+// ddm: Data Distribution Management matching for HLA (IEEE 1516): every intersecting pair of
+// d-dimensional subscription and update regions (docs/ddm.md). Regions are structure-of-arrays;
+// results are index pairs (positions in the two sets), counts, or per-region counts. Coordinates
+// are uint32, uint64 or double and are never converted between them.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace simkit::ddm {
+
+constexpr int kMaxDims = 8;
+
+// When two ranges [lower, upper] overlap (docs/ddm.md):
+//   Ieee1516: a.lower == b.lower or (a.lower < b.upper and b.lower < a.upper)  (half-open, IEEE 1516)
+//   HalfOpen: a.lower < b.upper and b.lower < a.upper
+//   Closed:   a.lower <= b.upper and b.lower <= a.upper                       (HLA 1.3 / CERTI)
+// Two regions intersect when their ranges overlap in every dimension.
+enum class Rule { Ieee1516, HalfOpen, Closed };
+enum class Coords { U32, U64, F64 };
+enum class Algorithm { Auto, BruteForce, Grid, Sbm, IntervalTree, Parallel, BitMatrix, Gpu };
+
+// One set of regions: ids[i] and, dimension-major, lower[d * size + i] and upper[d * size + i].
+template <class T>
+struct RegionSet {
+  int dims = 1;
+  std::vector<std::uint64_t> ids;
+  std::vector<T> lower, upper;
+  std::size_t size() const { return ids.size(); }
+  T lo(std::size_t i, int d) const { return lower[static_cast<std::size_t>(d) * size() + i]; }
+  T hi(std::size_t i, int d) const { return upper[static_cast<std::size_t>(d) * size() + i]; }
+};
+
+// A non-owning view of the same layout (what the matchers and the C API take).
+template <class T>
+struct RegionView {
+  int dims = 1;
+  std::size_t size = 0;
+  const std::uint64_t* ids = nullptr;
+  const T* lower = nullptr;
+  const T* upper = nullptr;
+  T lo(std::size_t i, int d) const { return lower[static_cast<std::size_t>(d) * size + i]; }
+  T hi(std::size_t i, int d) const { return upper[static_cast<std::size_t>(d) * size + i]; }
+};
+template <class T>
+RegionView<T> view(const RegionSet<T>& r) {
+  return RegionView<T>{r.dims, r.size(), r.ids.data(), r.lower.data(), r.upper.data()};
+}
+
+// An intersecting pair: positions in the subscription and update sets (ids: s.ids[s], u.ids[u]).
+struct Match {
+  std::uint64_t s = 0, u = 0;
+};
+
+// Receives the pairs in chunks (at most MatchOptions::chunk_pairs each), in no particular order,
+// from one thread at a time.
+using MatchSink = std::function<void(const Match* pairs, std::size_t count)>;
+
+struct MatchOptions {
+  Rule rule = Rule::Ieee1516;
+  Algorithm algorithm = Algorithm::Auto;  // Auto: the backend's default (reference: brute force,
+                                          // cpu: parallel, cuda: gpu)
+  Backend backend = Backend::Auto;
+  int device = 0;
+  int threads = 0;                     // cpu: 0 = all
+  std::size_t chunk_pairs = 1u << 22;  // pairs per sink call (and per device chunk)
+};
+
+// What ran and how long it took (seconds of matching, after the regions are in place).
+struct MatchReport {
+  std::uint64_t pairs = 0;
+  Algorithm algorithm = Algorithm::Auto;
+  Backend backend = Backend::Auto;
+  std::string device;
+  double seconds = 0;
+  double upload_seconds = 0;  // cuda: copying the regions to the device
+};
+
+// The three kinds of output. Every algorithm provides all three.
+template <class T>
+MatchReport match_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
+                        const MatchSink& sink);
+template <class T>
+MatchReport count_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options);
+// per_s[i]: the number of updates region s[i] intersects; per_u[j] likewise.
+template <class T>
+MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
+                             std::vector<std::uint64_t>& per_s, std::vector<std::uint64_t>& per_u);
+
+// Checks a pair of sets: same dims (1..8), lower <= upper, no NaN, unique ids within a set.
+// UserError naming the set (S or U), the region's id and the dimension.
+template <class T>
+void validate(const RegionView<T>& s, const RegionView<T>& u);
+
+// Names: "ieee1516|half-open|closed", "u32|u64|f64", "brute-force|grid|sbm|interval-tree|parallel|
+// bitmatrix|gpu"; parse_* throw a UserError listing the accepted values.
+Rule parse_rule(std::string_view text);
+std::string_view to_string(Rule rule);
+Coords parse_coords(std::string_view text);
+std::string_view to_string(Coords coords);
+Algorithm parse_algorithm(std::string_view text);
+std::string_view to_string(Algorithm algorithm);
+
+// The backend an algorithm runs on, and the default algorithm of a backend; an impossible pair
+// (e.g. gpu on cpu) is a UserError.
+Algorithm resolve_algorithm(Algorithm requested, Backend resolved_backend);
+
+}  // namespace simkit::ddm

@@ -1,0 +1,197 @@
+// ddm's entry points: validation, backend and algorithm choice, timing, dispatch to the matchers.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <type_traits>
+#include <unordered_set>
+
+#include "core/error.hpp"
+#include "ddm/ddm.hpp"
+#include "ddm/kernels.hpp"
+
+namespace simkit::ddm {
+
+namespace {
+
+constexpr std::string_view kRules = "ieee1516, half-open or closed";
+constexpr std::string_view kAlgorithms = "brute-force, grid, sbm, interval-tree, parallel, bitmatrix or gpu";
+
+// The backend each algorithm runs on.
+Backend home_of(Algorithm a) {
+  switch (a) {
+    case Algorithm::Parallel:
+      return Backend::Cpu;
+    case Algorithm::BitMatrix:
+    case Algorithm::Gpu:
+      return Backend::Cuda;
+    default:
+      return Backend::Reference;
+  }
+}
+
+template <class T>
+void validate_set(const RegionView<T>& r, std::string_view name) {
+  if (r.dims < 1 || r.dims > kMaxDims) {
+    throw UserError(fmt::format("{}: {} dimensions; ddm takes 1 to {}", name, r.dims, kMaxDims));
+  }
+  std::unordered_set<std::uint64_t> seen;
+  seen.reserve(r.size);
+  for (std::size_t i = 0; i < r.size; ++i) {
+    if (!seen.insert(r.ids[i]).second) throw UserError(fmt::format("{} region {}: duplicate id", name, r.ids[i]));
+    for (int d = 0; d < r.dims; ++d) {
+      const T lo = r.lo(i, d), hi = r.hi(i, d);
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(lo) || std::isnan(hi)) {
+          throw UserError(fmt::format("{} region {}, dimension {}: NaN bound", name, r.ids[i], d));
+        }
+      }
+      if (lo > hi) {
+        throw UserError(fmt::format("{} region {}, dimension {}: lower {} > upper {}", name, r.ids[i], d, lo, hi));
+      }
+    }
+  }
+}
+
+template <class T>
+MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o, detail::Output mode,
+                const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u) {
+  validate(s, u);
+  Backend backend = o.backend;
+  if (backend == Backend::Auto && o.algorithm != Algorithm::Auto) backend = home_of(o.algorithm);
+  backend = resolve_backend(backend, o.device);
+  MatchReport report;
+  report.backend = backend;
+  report.algorithm = resolve_algorithm(o.algorithm, backend);
+  report.device = device_description(backend, o.device, o.threads);
+  if (mode == detail::Output::PerRegion) {
+    per_s->assign(s.size, 0);
+    per_u->assign(u.size, 0);
+  }
+  const std::size_t chunk = o.chunk_pairs == 0 ? 1 : o.chunk_pairs;
+  const auto start = std::chrono::steady_clock::now();
+  switch (report.algorithm) {
+    case Algorithm::Parallel:
+      report.pairs = detail::parallel(s, u, o.rule, o.threads, mode, chunk, sink, per_s, per_u);
+      break;
+    case Algorithm::Gpu:
+      report.pairs = detail::gpu(s, u, o.rule, o.device, mode, chunk, sink, per_s, per_u, report);
+      break;
+    case Algorithm::BitMatrix:
+      report.pairs = detail::bitmatrix(s, u, o.rule, o.device, mode, chunk, sink, per_s, per_u, report);
+      break;
+    default: {
+      detail::Collector out(mode, sink, chunk, per_s, per_u);
+      if (report.algorithm == Algorithm::BruteForce) detail::brute_force(s, u, o.rule, out);
+      if (report.algorithm == Algorithm::Sbm) detail::sort_based(s, u, o.rule, out);
+      if (report.algorithm == Algorithm::IntervalTree) detail::interval_tree(s, u, o.rule, out);
+      if (report.algorithm == Algorithm::Grid) detail::grid(s, u, o.rule, out);
+      out.flush();
+      report.pairs = out.count();
+    }
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (report.seconds == 0) report.seconds = total - report.upload_seconds;
+  return report;
+}
+
+}  // namespace
+
+Rule parse_rule(std::string_view text) {
+  if (text == "ieee1516") return Rule::Ieee1516;
+  if (text == "half-open") return Rule::HalfOpen;
+  if (text == "closed") return Rule::Closed;
+  throw UserError(fmt::format("--rule {}: expected {}", text, kRules));
+}
+std::string_view to_string(Rule rule) {
+  return rule == Rule::Closed ? "closed" : (rule == Rule::HalfOpen ? "half-open" : "ieee1516");
+}
+Coords parse_coords(std::string_view text) {
+  if (text == "u32") return Coords::U32;
+  if (text == "u64") return Coords::U64;
+  if (text == "f64") return Coords::F64;
+  throw UserError(fmt::format("--coords {}: expected u32, u64 or f64", text));
+}
+std::string_view to_string(Coords coords) {
+  return coords == Coords::U32 ? "u32" : (coords == Coords::U64 ? "u64" : "f64");
+}
+Algorithm parse_algorithm(std::string_view text) {
+  if (text == "auto") return Algorithm::Auto;
+  if (text == "brute-force") return Algorithm::BruteForce;
+  if (text == "grid") return Algorithm::Grid;
+  if (text == "sbm") return Algorithm::Sbm;
+  if (text == "interval-tree") return Algorithm::IntervalTree;
+  if (text == "parallel") return Algorithm::Parallel;
+  if (text == "bitmatrix") return Algorithm::BitMatrix;
+  if (text == "gpu") return Algorithm::Gpu;
+  throw UserError(fmt::format("--algorithm {}: expected {}", text, kAlgorithms));
+}
+std::string_view to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::BruteForce:
+      return "brute-force";
+    case Algorithm::Grid:
+      return "grid";
+    case Algorithm::Sbm:
+      return "sbm";
+    case Algorithm::IntervalTree:
+      return "interval-tree";
+    case Algorithm::Parallel:
+      return "parallel";
+    case Algorithm::BitMatrix:
+      return "bitmatrix";
+    case Algorithm::Gpu:
+      return "gpu";
+    default:
+      return "auto";
+  }
+}
+
+Algorithm resolve_algorithm(Algorithm requested, Backend backend) {
+  if (requested == Algorithm::Auto) {
+    return backend == Backend::Cuda ? Algorithm::Gpu
+                                    : (backend == Backend::Cpu ? Algorithm::Parallel : Algorithm::BruteForce);
+  }
+  if (home_of(requested) != backend) {
+    throw UserError(fmt::format("--algorithm {} runs on the {} backend, not on {}", to_string(requested),
+                                simkit::to_string(home_of(requested)), simkit::to_string(backend)));
+  }
+  return requested;
+}
+
+template <class T>
+void validate(const RegionView<T>& s, const RegionView<T>& u) {
+  validate_set(s, "S");
+  validate_set(u, "U");
+  if (s.dims != u.dims) {
+    throw UserError(fmt::format("subscriptions have {} dimensions and updates {}", s.dims, u.dims));
+  }
+}
+
+template <class T>
+MatchReport match_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o, const MatchSink& sink) {
+  return run(s, u, o, detail::Output::Pairs, &sink, nullptr, nullptr);
+}
+template <class T>
+MatchReport count_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o) {
+  return run(s, u, o, detail::Output::Count, nullptr, nullptr, nullptr);
+}
+template <class T>
+MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o,
+                             std::vector<std::uint64_t>& per_s, std::vector<std::uint64_t>& per_u) {
+  return run(s, u, o, detail::Output::PerRegion, nullptr, &per_s, &per_u);
+}
+
+#define SIMKIT_DDM_INSTANTIATE(T)                                                                           \
+  template void validate<T>(const RegionView<T>&, const RegionView<T>&);                                    \
+  template MatchReport match_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,      \
+                                      const MatchSink&);                                                    \
+  template MatchReport count_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&);     \
+  template MatchReport count_per_region<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&, \
+                                           std::vector<std::uint64_t>&, std::vector<std::uint64_t>&);
+SIMKIT_DDM_INSTANTIATE(std::uint32_t)
+SIMKIT_DDM_INSTANTIATE(std::uint64_t)
+SIMKIT_DDM_INSTANTIATE(double)
+#undef SIMKIT_DDM_INSTANTIATE
+
+}  // namespace simkit::ddm

@@ -1,0 +1,148 @@
+// Every ddm algorithm against brute force on random inputs: d = 1..4, each overlap rule, integer
+// coordinates on a small range (many ties, zero-length ranges), doubles, 64-bit bounds above 2^53,
+// empty sets, one region, all-overlapping sets, and pair outputs larger than the chunk size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "ddm/ddm.hpp"
+#include "ddm/model.hpp"
+#include "ddm/regions.hpp"
+#include "support/test_support.hpp"
+
+namespace simkit::ddm {
+namespace {
+
+using test::brute_pairs;
+using test::random_set;
+using PairList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+struct Matcher {
+  Algorithm algorithm;
+  Backend backend;
+};
+
+std::vector<Matcher> host_runs() {
+  return {{Algorithm::BruteForce, Backend::Reference},
+          {Algorithm::Sbm, Backend::Reference},
+          {Algorithm::IntervalTree, Backend::Reference},
+          {Algorithm::Grid, Backend::Reference},
+          {Algorithm::Parallel, Backend::Cpu}};
+}
+
+// Runs all three outputs of one algorithm and checks them against the oracle's pair list.
+template <class T>
+void expect_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, const Matcher& run, std::size_t chunk,
+                    int threads, const std::string& what) {
+  SCOPED_TRACE(what + " algorithm " + std::string(to_string(run.algorithm)) + " rule " + std::string(to_string(rule)));
+  const PairList expected = brute_pairs(s, u, rule);
+  MatchOptions o;
+  o.rule = rule;
+  o.algorithm = run.algorithm;
+  o.backend = run.backend;
+  o.chunk_pairs = chunk;
+  o.threads = threads;
+  PairList got;
+  std::size_t largest_chunk = 0;
+  const MatchReport r = match_pairs(view(s), view(u), o, [&](const Match* m, std::size_t n) {
+    largest_chunk = std::max(largest_chunk, n);
+    for (std::size_t k = 0; k < n; ++k) got.push_back({m[k].s, m[k].u});
+  });
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(r.pairs, expected.size());
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected) << "pair lists differ";
+  EXPECT_LE(largest_chunk, chunk);
+  EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, expected.size());
+  std::vector<std::uint64_t> per_s, per_u, want_s(s.size(), 0), want_u(u.size(), 0);
+  for (const auto& [i, j] : expected) ++want_s[i], ++want_u[j];
+  count_per_region(view(s), view(u), o, per_s, per_u);
+  EXPECT_EQ(per_s, want_s);
+  EXPECT_EQ(per_u, want_u);
+}
+
+template <class T>
+void random_cases(const std::vector<Matcher>& runs, T base, std::uint64_t span, int trials) {
+  std::mt19937_64 gen(20261122 + span);
+  for (int trial = 0; trial < trials; ++trial) {
+    const int dims = 1 + trial % 4;
+    const std::size_t ns = 1 + gen() % 120, nu = 1 + gen() % 120;
+    const RegionSet<T> s = random_set<T>(gen, ns, dims, base, span);
+    const RegionSet<T> u = random_set<T>(gen, nu, dims, base, span, 5, 1000000);
+    for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
+      for (const Matcher& run : runs)
+        expect_matches(s, u, rule, run, 1 + gen() % 50, 1 + trial % 3, "trial " + std::to_string(trial));
+  }
+}
+
+TEST(DdmMatch, IntegerTiesU32) { random_cases<std::uint32_t>(host_runs(), 0u, 12, 24); }
+TEST(DdmMatch, IntegerTiesU64Above2To53) {
+  random_cases<std::uint64_t>(host_runs(), (std::uint64_t{1} << 60) + 3, 20, 24);
+}
+TEST(DdmMatch, Doubles) { random_cases<double>(host_runs(), -7.25, 40, 24); }
+TEST(DdmMatch, WideRangesU64) { random_cases<std::uint64_t>(host_runs(), 0, 1u << 20, 12); }
+
+// 2^53 + 1 is not a double: a matcher that went through double would see [2^53, 2^53 + 1) and
+// [2^53 + 1, 2^53 + 2) as overlapping under half-open.
+TEST(DdmMatch, SixtyFourBitBoundsAreNotRounded) {
+  const std::uint64_t big = std::uint64_t{1} << 53;
+  RegionSet<std::uint64_t> s{1, {10}, {big}, {big + 1}}, u{1, {20}, {big + 1}, {big + 2}};
+  for (const Matcher& run : host_runs()) {
+    MatchOptions o;
+    o.rule = Rule::HalfOpen;
+    o.algorithm = run.algorithm;
+    o.backend = run.backend;
+    EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 0u) << to_string(run.algorithm);
+    o.rule = Rule::Closed;
+    EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 1u) << to_string(run.algorithm);
+  }
+}
+
+TEST(DdmMatch, EdgeCases) {
+  std::mt19937_64 gen(5);
+  const RegionSet<std::uint32_t> empty{2, {}, {}, {}};
+  const RegionSet<std::uint32_t> some = random_set<std::uint32_t>(gen, 30, 2, 0, 10);
+  const RegionSet<std::uint32_t> one = random_set<std::uint32_t>(gen, 1, 2, 0, 10, 0, 500);
+  // All overlapping: every range [0, 100] (and equal lowers).
+  RegionSet<std::uint32_t> all_s{2, {}, {}, {}}, all_u{2, {}, {}, {}};
+  for (std::uint64_t i = 0; i < 40; ++i) all_s.ids.push_back(i), all_u.ids.push_back(i);
+  all_s.lower.assign(80, 0), all_s.upper.assign(80, 100), all_u.lower.assign(80, 0), all_u.upper.assign(80, 100);
+  for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
+    for (const Matcher& run : host_runs()) {
+      expect_matches(empty, some, rule, run, 7, 2, "empty S");
+      expect_matches(some, empty, rule, run, 7, 2, "empty U");
+      expect_matches(one, some, rule, run, 7, 2, "one S");
+      expect_matches(some, one, rule, run, 7, 2, "one U");
+      expect_matches(all_s, all_u, rule, run, 64, 3, "all overlapping");
+    }
+}
+
+// The rules on the issue's own examples.
+TEST(DdmMatch, RulesOnTheIssueExamples) {
+  EXPECT_FALSE(overlaps<int>(Rule::HalfOpen, 5, 8, 5, 5));  // s = [5,8), u = [5,5)
+  EXPECT_TRUE(overlaps<int>(Rule::Ieee1516, 5, 8, 5, 5));   // equal lowers
+  EXPECT_TRUE(overlaps<int>(Rule::Closed, 5, 8, 8, 9));     // touching closed ranges
+  EXPECT_FALSE(overlaps<int>(Rule::HalfOpen, 5, 8, 8, 9));
+  EXPECT_FALSE(overlaps<int>(Rule::Ieee1516, 5, 8, 8, 9));
+  EXPECT_TRUE(overlaps<int>(Rule::HalfOpen, 3, 8, 5, 5));  // a zero-length range inside
+}
+
+TEST(DdmMatch, BadInputIsAUserError) {
+  RegionSet<double> s{1, {1, 2}, {0, 5}, {1, 4}}, u{1, {1}, {0}, {1}};  // s[1]: lower 5 > upper 4
+  EXPECT_THROW(count_pairs(view(s), view(u), {}), UserError);
+  s.lower[1] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(count_pairs(view(s), view(u), {}), UserError);
+  RegionSet<double> dup{1, {3, 3}, {0, 1}, {1, 2}};
+  EXPECT_THROW(count_pairs(view(dup), view(u), {}), UserError);
+  RegionSet<double> two_d{2, {9}, {0, 0}, {1, 1}};
+  EXPECT_THROW(count_pairs(view(two_d), view(u), {}), UserError);
+  MatchOptions o;
+  o.algorithm = Algorithm::Sbm;
+  o.backend = Backend::Cpu;
+  EXPECT_THROW(count_pairs(view(u), view(u), o), UserError);  // sbm runs on reference
+}
+
+}  // namespace
+}  // namespace simkit::ddm
