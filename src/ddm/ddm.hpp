@@ -76,8 +76,9 @@ struct MatchReport {
   Algorithm algorithm = Algorithm::Auto;
   Backend backend = Backend::Auto;
   std::string device;
-  double seconds = 0;
+  double seconds = 0;         // matching, with the regions in place (cuda: pairs in device memory)
   double upload_seconds = 0;  // cuda: copying the regions to the device
+  double output_seconds = 0;  // cuda: copying pairs or counts back and calling the sink
 };
 
 // The three kinds of output. Every algorithm provides all three.

@@ -91,7 +91,7 @@ MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptio
     }
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (report.seconds == 0) report.seconds = total - report.upload_seconds;
+  if (report.seconds == 0) report.seconds = total - report.upload_seconds - report.output_seconds;
   return report;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Random region sets for the ddm tests: integer coordinates on a small range (many ties and
 // zero-length ranges), doubles, and 64-bit values above 2^53; and a brute-force pair list.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -56,6 +58,18 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> brute_pairs(const RegionSet
       if (all) out.push_back({i, j});
     }
   return out;
+}
+
+// The count and per-region outputs of options `o` against the oracle's pair list.
+template <class T>
+void expect_counts(const RegionSet<T>& s, const RegionSet<T>& u, const MatchOptions& o,
+                   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& expected) {
+  EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, expected.size());
+  std::vector<std::uint64_t> per_s, per_u, want_s(s.size(), 0), want_u(u.size(), 0);
+  for (const auto& [i, j] : expected) ++want_s[i], ++want_u[j];
+  count_per_region(view(s), view(u), o, per_s, per_u);
+  EXPECT_EQ(per_s, want_s);
+  EXPECT_EQ(per_u, want_u);
 }
 
 }  // namespace simkit::ddm::test

@@ -1,0 +1,326 @@
+// The production GPU matcher (cuda backend, `--algorithm gpu`), O(N + K) memory:
+//   1. both sets sorted on the device by (strip, lower bound in the plan's primary dimension) with
+//      CUB radix sorts (two stable passes);
+//   2. count: one thread per region walks its runs of candidates (candidates.hpp, the same code
+//      as the cpu matcher) and tests each with the full rule;
+//   3. pairs: exclusive scan of the counts (CUB), then the same walk writes each region's pairs at
+//      its offset. When the pairs do not fit in device memory, they are written in windows of
+//      the global pair numbering and each window is copied out before the next.
+// Count-only and per-region outputs stop after step 2 (per-region adds the other side's counts
+// with atomics). Indices are 32-bit on the device (each set below 2^32 regions).
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <string>
+
+#include "core/cuda_check.cuh"
+#include "core/error.hpp"
+#include "ddm/candidates.hpp"
+#include "ddm/kernels.hpp"
+#include "ddm/plan.hpp"
+
+namespace simkit::ddm::detail {
+
+namespace {
+
+using Index = unsigned int;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+template <class T>
+__global__ void iota_and_keys(const T* lower_k, std::size_t n, T* keys, Index* index) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = lower_k[i];
+  index[i] = static_cast<Index>(i);
+}
+
+template <class T>
+__global__ void strip_keys(Plan<T> plan, const T* lower_k2, const Index* index, std::size_t n, unsigned* strips) {
+  const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= n) return;
+  strips[p] = static_cast<unsigned>(strip_of(plan, lower_k2[index[p]]));
+}
+
+// Bounds of every dimension in sorted order: out[d * n + p] = in[d * n + index[p]].
+template <class T>
+__global__ void gather_bounds(const T* lower, const T* upper, const Index* index, std::size_t n, int dims, T* lo,
+                              T* hi) {
+  const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= n) return;
+  const std::size_t i = index[p];
+  for (int d = 0; d < dims; ++d) {
+    lo[static_cast<std::size_t>(d) * n + p] = lower[static_cast<std::size_t>(d) * n + i];
+    hi[static_cast<std::size_t>(d) * n + p] = upper[static_cast<std::size_t>(d) * n + i];
+  }
+}
+
+__global__ void strip_starts(const unsigned* sorted_strips, std::size_t n, std::int64_t strips, std::int64_t* start) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t > strips) return;
+  if (sorted_strips == nullptr) {  // one strip
+    start[t] = t == 0 ? 0 : static_cast<std::int64_t>(n);
+    return;
+  }
+  start[t] = static_cast<std::int64_t>(lower_bound_of(sorted_strips, 0, n, static_cast<unsigned>(t)));
+}
+
+// Thread r < ns takes the subscription at sorted position r, else the update at r - ns: adjacent
+// threads have adjacent runs.
+template <class T>
+struct Job {
+  Rule rule;
+  int dims;
+  Plan<T> plan;
+  SortedSet<T, Index> ss, su;
+};
+
+template <class T>
+__global__ void count_kernel(Job<T> job, unsigned long long* counts) {
+  const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= job.ss.n + job.su.n) return;
+  unsigned long long c = 0;
+  if (r < job.ss.n) {
+    for_each_from_subscription(job.rule, job.dims, job.plan, job.ss, r, job.su, [&](std::size_t) { ++c; });
+  } else {
+    for_each_from_update(job.rule, job.dims, job.plan, job.ss, job.su, r - job.ss.n, [&](std::size_t) { ++c; });
+  }
+  counts[r] = c;
+}
+
+template <class T>
+__global__ void per_region_kernel(Job<T> job, unsigned long long* per_s, unsigned long long* per_u) {
+  const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= job.ss.n + job.su.n) return;
+  unsigned long long c = 0;
+  if (r < job.ss.n) {
+    for_each_from_subscription(job.rule, job.dims, job.plan, job.ss, r, job.su, [&](std::size_t q) {
+      ++c;
+      atomicAdd(per_u + job.su.index[q], 1ULL);
+    });
+    atomicAdd(per_s + job.ss.index[r], c);
+  } else {
+    const std::size_t r_u = r - job.ss.n;
+    for_each_from_update(job.rule, job.dims, job.plan, job.ss, job.su, r_u, [&](std::size_t q) {
+      ++c;
+      atomicAdd(per_s + job.ss.index[q], 1ULL);
+    });
+    atomicAdd(per_u + job.su.index[r_u], c);
+  }
+}
+
+// Writes the pairs numbered [window, window + capacity) of the global numbering (offsets from the
+// scan of the counts) into out_s/out_u at position number - window, as positions in the sets.
+template <class T>
+__global__ void write_kernel(Job<T> job, const unsigned long long* offsets, const unsigned long long* counts,
+                             unsigned long long window, unsigned long long capacity, Index* out_s, Index* out_u) {
+  const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= job.ss.n + job.su.n) return;
+  const unsigned long long begin = offsets[r], end = begin + counts[r];
+  if (end <= window || begin >= window + capacity) return;
+  unsigned long long at = begin;
+  auto put = [&](Index i, Index j) {
+    if (at >= window && at < window + capacity) {
+      out_s[at - window] = i;
+      out_u[at - window] = j;
+    }
+    ++at;
+  };
+  if (r < job.ss.n) {
+    const Index i = job.ss.index[r];
+    for_each_from_subscription(job.rule, job.dims, job.plan, job.ss, r, job.su,
+                               [&](std::size_t q) { put(i, job.su.index[q]); });
+  } else {
+    const std::size_t r_u = r - job.ss.n;
+    const Index j = job.su.index[r_u];
+    for_each_from_update(job.rule, job.dims, job.plan, job.ss, job.su, r_u,
+                         [&](std::size_t q) { put(job.ss.index[q], j); });
+  }
+}
+
+unsigned blocks_for(std::size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+// One set sorted by (strip, lower_k) on the device, with its bounds gathered in that order.
+template <class T>
+struct DeviceSorted {
+  cuda::DeviceBuffer<Index> index;
+  cuda::DeviceBuffer<std::int64_t> strip_start;
+  cuda::DeviceBuffer<T> lo, hi;
+  std::size_t n = 0;
+  SortedSet<T, Index> view() const { return {index.data(), strip_start.data(), lo.data(), hi.data(), n}; }
+};
+
+template <class T>
+DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upper, std::size_t n, int dims,
+                               cuda::DeviceBuffer<char>& temp) {
+  DeviceSorted<T> out;
+  out.n = n;
+  const std::size_t m = std::max<std::size_t>(n, 1);
+  out.index.resize(m);
+  out.strip_start.resize(static_cast<std::size_t>(plan.strips) + 1);
+  out.lo.resize(m * static_cast<std::size_t>(dims));
+  out.hi.resize(m * static_cast<std::size_t>(dims));
+  cuda::DeviceBuffer<T> keys_in(m), keys_out(m);
+  cuda::DeviceBuffer<Index> index_in(m);
+  const unsigned threads = 256;
+  const T* lower_k = lower + static_cast<std::size_t>(plan.k) * n;
+  if (n > 0) iota_and_keys<<<blocks_for(n, threads), threads>>>(lower_k, n, keys_in.data(), index_in.data());
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  auto sort_pairs = [&](const auto* k_in, auto* k_out, const Index* v_in, Index* v_out) {
+    std::size_t bytes = 0;
+    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k_in, k_out, v_in, v_out, n));
+    if (temp.size() < bytes) temp.resize(bytes);
+    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k_in, k_out, v_in, v_out, n));
+  };
+  if (n > 0) sort_pairs(keys_in.data(), keys_out.data(), index_in.data(), out.index.data());
+  if (plan.strips > 1 && n > 0) {
+    // A stable second pass by strip keeps the lower_k order inside each strip.
+    cuda::DeviceBuffer<unsigned> strips_in(n), strips_out(n);
+    const T* lower_k2 = lower + static_cast<std::size_t>(plan.k2) * n;
+    strip_keys<<<blocks_for(n, threads), threads>>>(plan, lower_k2, out.index.data(), n, strips_in.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    sort_pairs(strips_in.data(), strips_out.data(), out.index.data(), index_in.data());
+    std::swap(out.index, index_in);
+    strip_starts<<<blocks_for(static_cast<std::size_t>(plan.strips) + 1, threads), threads>>>(
+        strips_out.data(), n, plan.strips, out.strip_start.data());
+  } else {
+    strip_starts<<<1, 32>>>(nullptr, n, 1, out.strip_start.data());
+  }
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  if (n > 0) {
+    gather_bounds<<<blocks_for(n, threads), threads>>>(lower, upper, out.index.data(), n, dims, out.lo.data(),
+                                                       out.hi.data());
+  }
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode, std::size_t chunk,
+                  const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u,
+                  MatchReport& report) {
+  if (s.size >= std::numeric_limits<Index>::max() || u.size >= std::numeric_limits<Index>::max()) {
+    throw UserError("--algorithm gpu: each set must hold fewer than 2^32 - 1 regions");
+  }
+  const cuda::DeviceGuard guard(device);
+  if (s.size == 0 || u.size == 0) return 0;
+  const std::size_t ns = s.size, nu = u.size, dims = static_cast<std::size_t>(s.dims);
+  Clock::time_point t = Clock::now();
+  cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  s_lo.upload(s.lower, ns * dims);
+  s_hi.upload(s.upper, ns * dims);
+  u_lo.upload(u.lower, nu * dims);
+  u_hi.upload(u.upper, nu * dims);
+  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  report.upload_seconds = since(t);
+
+  t = Clock::now();
+  const Plan<T> plan = make_plan(s, u, effective_threads(0));
+  cuda::DeviceBuffer<char> temp;
+  const DeviceSorted<T> sorted_s = sort_on_device(plan, s_lo.data(), s_hi.data(), ns, s.dims, temp);
+  const DeviceSorted<T> sorted_u = sort_on_device(plan, u_lo.data(), u_hi.data(), nu, u.dims, temp);
+  const Job<T> job{rule, s.dims, plan, sorted_s.view(), sorted_u.view()};
+  const std::size_t regions = ns + nu;
+  const unsigned threads = 128;
+  if (mode == Output::PerRegion) {
+    cuda::DeviceBuffer<unsigned long long> d_per_s(ns), d_per_u(nu);
+    d_per_s.fill_zero();
+    d_per_u.fill_zero();
+    per_region_kernel<<<blocks_for(regions, threads), threads>>>(job, d_per_s.data(), d_per_u.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    report.seconds = since(t);
+    t = Clock::now();
+    static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t));
+    d_per_s.download(reinterpret_cast<unsigned long long*>(per_s->data()), ns);
+    d_per_u.download(reinterpret_cast<unsigned long long*>(per_u->data()), nu);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    report.output_seconds = since(t);
+    std::uint64_t total = 0;
+    for (const std::uint64_t c : *per_s) total += c;
+    return total;
+  }
+  cuda::DeviceBuffer<unsigned long long> counts(regions), offsets(regions + 1), sum(1);
+  count_kernel<<<blocks_for(regions, threads), threads>>>(job, counts.data());
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = 0;
+  if (mode == Output::Count) {
+    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts.data(), sum.data(), regions));
+    if (temp.size() < bytes) temp.resize(bytes);
+    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, counts.data(), sum.data(), regions));
+    unsigned long long total = 0;
+    sum.download(&total, 1);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    report.seconds = since(t);
+    return total;
+  }
+  // Pairs: offsets, then windows of the global numbering as large as device memory allows.
+  SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, counts.data(), offsets.data() + 1, regions));
+  if (temp.size() < bytes) temp.resize(bytes);
+  SIMKIT_CUDA_CHECK(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long)));
+  SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, counts.data(), offsets.data() + 1, regions));
+  unsigned long long total = 0;
+  SIMKIT_CUDA_CHECK(cudaMemcpy(&total, offsets.data() + regions, sizeof(total), cudaMemcpyDeviceToHost));
+  std::size_t free = 0, device_total = 0;
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  const unsigned long long fit = std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index)));
+  // A window holds at most chunk pairs (MatchOptions::chunk_pairs) and half the free memory.
+  const unsigned long long capacity = std::min<unsigned long long>(
+      {std::max<unsigned long long>(total, 1), fit, std::max<unsigned long long>(chunk, 1)});
+  cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
+  std::vector<Index> host_s, host_u;
+  std::vector<Match> buffer;
+  double output = 0;
+  for (unsigned long long window = 0; window < total; window += capacity) {
+    write_kernel<<<blocks_for(regions, threads), threads>>>(job, offsets.data(), counts.data(), window, capacity,
+                                                            out_s.data(), out_u.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const Clock::time_point o = Clock::now();
+    const auto n = static_cast<std::size_t>(std::min(capacity, total - window));
+    host_s.resize(n);
+    host_u.resize(n);
+    out_s.download(host_s.data(), n);
+    out_u.download(host_u.data(), n);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::size_t step = std::max<std::size_t>(chunk, 1);
+    for (std::size_t first = 0; first < n; first += step) {
+      const std::size_t m = std::min(step, n - first);
+      buffer.resize(m);
+      for (std::size_t q = 0; q < m; ++q) buffer[q] = {host_s[first + q], host_u[first + q]};
+      if (sink && *sink) (*sink)(buffer.data(), m);
+    }
+    output += since(o);
+  }
+  report.seconds = since(t) - output;
+  report.output_seconds = output;
+  return total;
+}
+
+// The seed thesis's bit-matrix matcher is not built yet (issue 6 in progress).
+template <class T>
+std::uint64_t bitmatrix(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, const MatchSink*,
+                        std::vector<std::uint64_t>*, std::vector<std::uint64_t>*, MatchReport&) {
+  throw UserError("--algorithm bitmatrix: not built yet");
+}
+
+#define SIMKIT_DDM_CUDA(T)                                                                                        \
+  template std::uint64_t gpu<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t,       \
+                                const MatchSink*, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*,       \
+                                MatchReport&);                                                                    \
+  template std::uint64_t bitmatrix<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, \
+                                      const MatchSink*, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*, \
+                                      MatchReport&);
+SIMKIT_DDM_CUDA(std::uint32_t)
+SIMKIT_DDM_CUDA(std::uint64_t)
+SIMKIT_DDM_CUDA(double)
+#undef SIMKIT_DDM_CUDA
+
+}  // namespace simkit::ddm::detail

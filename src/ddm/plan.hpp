@@ -1,0 +1,15 @@
+#pragma once
+// The sort-based matchers' plan (candidates.hpp): which dimension gives the runs, which the
+// strips, and how wide the strips are; computed on the host in one parallel pass over the bounds.
+#include "ddm/candidates.hpp"
+#include "ddm/ddm.hpp"
+
+namespace simkit::ddm::detail {
+
+// Primary k: the dimension with the fewest expected candidates, |S| |U| (mean side of S + mean
+// side of U) / extent; secondary k2: the next one (d >= 2), cut into strips as wide as the widest
+// region there (and at least extent / ((|S| + |U|) / 8)).
+template <class T>
+Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads);
+
+}  // namespace simkit::ddm::detail
