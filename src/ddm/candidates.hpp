@@ -1,12 +1,12 @@
 #pragma once
 // The candidate runs of the sort-based matchers (parallel and gpu), shared host/device code.
 //
-// Both sets are sorted by (strip, lower bound in the primary dimension k), where strips cut the
-// secondary dimension k2 into equal widths no narrower than the widest region there (one strip in
-// 1-D). Every intersecting pair is found exactly once:
+// Both sets are sorted by (cell, lower bound in the primary dimension k), where cells cut the
+// secondary dimensions k2 (and k3) into equal widths no narrower than the widest region there (one
+// cell in 1-D). Every intersecting pair is found exactly once:
 //   from s: the updates with u.lower_k >= s.lower_k and u.lower_k inside s's range (as the rule
-//           reads it), in each strip that can hold a u.lower_k2 overlapping s: a contiguous run per
-//           strip, found by binary search;
+//           reads it), in each cell that can hold the lower corner of an update overlapping s: a
+//           contiguous run per cell, found by binary search;
 //   from u: the subscriptions with s.lower_k > u.lower_k and s.lower_k inside u's range, likewise.
 // Every candidate is then tested with the full rule in every dimension.
 #include <cstddef>
@@ -70,33 +70,43 @@ SIMKIT_HD inline void run_from_update(Rule rule, const T* s_lower, std::size_t b
   if (last < first) last = first;
 }
 
-// The matching plan: primary dimension k (runs), secondary k2 (strips; -1: one strip).
+// The matching plan: primary dimension k (runs); secondary dimensions k2 and k3 cut into cells
+// (k2 < 0: one cell; k3 < 0: cells are strips of k2). Cell (t2, t3) is number t2 * cells3 + t3.
 template <class T>
 struct Plan {
-  int k = 0, k2 = -1;
-  T min2{}, width{};  // strip t holds lower_k2 in [min2 + t width, min2 + (t + 1) width)
-  std::int64_t strips = 1;
-  T side_s2{}, side_u2{};  // widest subscription / update in k2
+  int k = 0, k2 = -1, k3 = -1;
+  T min2{}, width2{}, min3{}, width3{};  // cell t holds lower in [min + t width, min + (t + 1) width)
+  std::int64_t cells2 = 1, cells3 = 1;
+  T side_s2{}, side_u2{}, side_s3{}, side_u3{};  // widest subscription / update in k2 and k3
+  SIMKIT_HD std::int64_t cells() const { return cells2 * cells3; }
 };
 
+// The cell along one secondary dimension that holds coordinate x.
 template <class T>
-SIMKIT_HD inline std::int64_t strip_of(const Plan<T>& p, T x) {
-  if (p.strips == 1) return 0;
+SIMKIT_HD inline std::int64_t cell_of(T min, T width, std::int64_t cells, T x) {
+  if (cells == 1) return 0;
   std::int64_t t;
   if constexpr (std::is_floating_point_v<T>) {
-    const double q = (x - p.min2) / p.width;
+    const double q = (x - min) / width;
     t = q <= 0 ? 0 : static_cast<std::int64_t>(q);
   } else {
-    t = x <= p.min2 ? 0 : static_cast<std::int64_t>((x - p.min2) / p.width);
+    t = x <= min ? 0 : static_cast<std::int64_t>((x - min) / width);
   }
-  return t < p.strips ? t : p.strips - 1;
+  return t < cells ? t : cells - 1;
 }
 
-// Strips of the other set that can hold a lower_k2 of a region overlapping [lo, hi] in k2, when
-// that set's regions are at most `side` wide there: lower_k2 in [lo - side, hi].
+// The cell of a region with lower bounds x2 (in k2) and x3 (in k3).
 template <class T>
-SIMKIT_HD inline void strip_range(const Plan<T>& p, T lo, T hi, T side, std::int64_t& first, std::int64_t& last) {
-  if (p.strips == 1) {
+SIMKIT_HD inline std::int64_t cell_of(const Plan<T>& p, T x2, T x3) {
+  return cell_of(p.min2, p.width2, p.cells2, x2) * p.cells3 + cell_of(p.min3, p.width3, p.cells3, x3);
+}
+
+// Cells along one secondary dimension that can hold the lower bound of a region overlapping
+// [lo, hi] there, when such regions are at most `side` wide: lower in [lo - side, hi].
+template <class T>
+SIMKIT_HD inline void cell_range(T min, T width, std::int64_t cells, T lo, T hi, T side, std::int64_t& first,
+                                 std::int64_t& last) {
+  if (cells == 1) {
     first = last = 0;
     return;
   }
@@ -104,16 +114,16 @@ SIMKIT_HD inline void strip_range(const Plan<T>& p, T lo, T hi, T side, std::int
   if constexpr (std::is_floating_point_v<T>) {
     from = lo - side;
   } else {
-    from = lo - p.min2 > side ? lo - side : p.min2;
+    from = lo - min > side ? lo - side : min;
   }
-  first = strip_of(p, from);
-  last = strip_of(p, hi);
+  first = cell_of(min, width, cells, from);
+  last = cell_of(min, width, cells, hi);
 }
 
-// One set in matching order, (strip, lower_k): index[p] is the position in the set of the p-th
+// One set in matching order, (cell, lower_k): index[p] is the position in the set of the p-th
 // region, lo/hi its bounds (dimension-major over the sorted positions: lo[d * n + p]), so that a
-// run of candidates is read from contiguous memory; strip_start[t] is the first position of strip
-// t (strips + 1 entries).
+// run of candidates is read from contiguous memory; strip_start[t] is the first position of cell t
+// (cells + 1 entries).
 template <class T, class I>
 struct SortedSet {
   const I* index;
@@ -126,20 +136,45 @@ struct SortedSet {
 
 // Calls visit(q) for every update at sorted position q that intersects the subscription at sorted
 // position r and is found from the subscription's side.
+// Calls visit(q) for every region of `other` (sorted position q) in the cells that region r of
+// `self` can reach, within the run that `run` gives, and that intersects it. `self_is_s` orders
+// the arguments of the full test (subscription first).
+template <bool kSelfIsS, class T, class I, class Run, class Visit>
+SIMKIT_HD inline void for_each_candidate(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& self,
+                                         std::size_t r, const SortedSet<T, I>& other, T side2, T side3, Run run,
+                                         Visit visit) {
+  std::int64_t a2 = 0, b2 = 0, a3 = 0, b3 = 0;
+  if (p.k2 >= 0)
+    cell_range(p.min2, p.width2, p.cells2, self.lo[p.k2 * self.n + r], self.hi[p.k2 * self.n + r], side2, a2, b2);
+  if (p.k3 >= 0)
+    cell_range(p.min3, p.width3, p.cells3, self.lo[p.k3 * self.n + r], self.hi[p.k3 * self.n + r], side3, a3, b3);
+  const T lo = self.lo[p.k * self.n + r], hi = self.hi[p.k * self.n + r];
+  const T* key = other.key(p.k);
+  for (std::int64_t t2 = a2; t2 <= b2; ++t2)
+    for (std::int64_t t3 = a3; t3 <= b3; ++t3) {
+      const std::int64_t t = t2 * p.cells3 + t3;
+      std::size_t first, last;
+      run(key, static_cast<std::size_t>(other.strip_start[t]), static_cast<std::size_t>(other.strip_start[t + 1]), lo,
+          hi, first, last);
+      for (std::size_t q = first; q < last; ++q) {
+        const bool hit = kSelfIsS ? intersects(rule, dims, self.lo, self.hi, self.n, r, other.lo, other.hi, other.n, q)
+                                  : intersects(rule, dims, other.lo, other.hi, other.n, q, self.lo, self.hi, self.n, r);
+        if (hit) visit(q);
+      }
+    }
+}
+
+// Calls visit(q) for every update at sorted position q that intersects the subscription at sorted
+// position r and is found from the subscription's side.
 template <class T, class I, class Visit>
 SIMKIT_HD inline void for_each_from_subscription(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& ss,
                                                  std::size_t r, const SortedSet<T, I>& su, Visit visit) {
-  std::int64_t t0 = 0, t1 = 0;
-  if (p.k2 >= 0) strip_range(p, ss.lo[p.k2 * ss.n + r], ss.hi[p.k2 * ss.n + r], p.side_u2, t0, t1);
-  const T lo = ss.lo[p.k * ss.n + r], hi = ss.hi[p.k * ss.n + r];
-  const T* key = su.key(p.k);
-  for (std::int64_t t = t0; t <= t1; ++t) {
-    std::size_t first, last;
-    run_from_subscription(rule, key, static_cast<std::size_t>(su.strip_start[t]),
-                          static_cast<std::size_t>(su.strip_start[t + 1]), lo, hi, first, last);
-    for (std::size_t q = first; q < last; ++q)
-      if (intersects(rule, dims, ss.lo, ss.hi, ss.n, r, su.lo, su.hi, su.n, q)) visit(q);
-  }
+  for_each_candidate<true>(
+      rule, dims, p, ss, r, su, p.side_u2, p.side_u3,
+      [rule](const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first, std::size_t& last) {
+        run_from_subscription(rule, key, b, e, lo, hi, first, last);
+      },
+      visit);
 }
 
 // Calls visit(q) for every subscription at sorted position q that intersects the update at sorted
@@ -147,17 +182,12 @@ SIMKIT_HD inline void for_each_from_subscription(Rule rule, int dims, const Plan
 template <class T, class I, class Visit>
 SIMKIT_HD inline void for_each_from_update(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& ss,
                                            const SortedSet<T, I>& su, std::size_t r, Visit visit) {
-  std::int64_t t0 = 0, t1 = 0;
-  if (p.k2 >= 0) strip_range(p, su.lo[p.k2 * su.n + r], su.hi[p.k2 * su.n + r], p.side_s2, t0, t1);
-  const T lo = su.lo[p.k * su.n + r], hi = su.hi[p.k * su.n + r];
-  const T* key = ss.key(p.k);
-  for (std::int64_t t = t0; t <= t1; ++t) {
-    std::size_t first, last;
-    run_from_update(rule, key, static_cast<std::size_t>(ss.strip_start[t]),
-                    static_cast<std::size_t>(ss.strip_start[t + 1]), lo, hi, first, last);
-    for (std::size_t q = first; q < last; ++q)
-      if (intersects(rule, dims, ss.lo, ss.hi, ss.n, q, su.lo, su.hi, su.n, r)) visit(q);
-  }
+  for_each_candidate<false>(
+      rule, dims, p, su, r, ss, p.side_s2, p.side_s3,
+      [rule](const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first, std::size_t& last) {
+        run_from_update(rule, key, b, e, lo, hi, first, last);
+      },
+      visit);
 }
 
 }  // namespace simkit::ddm::detail

@@ -41,10 +41,13 @@ __global__ void iota_and_keys(const T* lower_k, std::size_t n, T* keys, Index* i
 }
 
 template <class T>
-__global__ void strip_keys(Plan<T> plan, const T* lower_k2, const Index* index, std::size_t n, unsigned* strips) {
+__global__ void strip_keys(Plan<T> plan, const T* lower, const Index* index, std::size_t n, unsigned* strips) {
   const std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= n) return;
-  strips[p] = static_cast<unsigned>(strip_of(plan, lower_k2[index[p]]));
+  const std::size_t i = index[p];
+  const T x2 = plan.k2 >= 0 ? lower[static_cast<std::size_t>(plan.k2) * n + i] : T{};
+  const T x3 = plan.k3 >= 0 ? lower[static_cast<std::size_t>(plan.k3) * n + i] : T{};
+  strips[p] = static_cast<unsigned>(cell_of(plan, x2, x3));
 }
 
 // Bounds of every dimension in sorted order: out[d * n + p] = in[d * n + index[p]].
@@ -162,7 +165,7 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
   out.n = n;
   const std::size_t m = std::max<std::size_t>(n, 1);
   out.index.resize(m);
-  out.strip_start.resize(static_cast<std::size_t>(plan.strips) + 1);
+  out.strip_start.resize(static_cast<std::size_t>(plan.cells()) + 1);
   out.lo.resize(m * static_cast<std::size_t>(dims));
   out.hi.resize(m * static_cast<std::size_t>(dims));
   cuda::DeviceBuffer<T> keys_in(m), keys_out(m);
@@ -178,16 +181,15 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
     SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k_in, k_out, v_in, v_out, n));
   };
   if (n > 0) sort_pairs(keys_in.data(), keys_out.data(), index_in.data(), out.index.data());
-  if (plan.strips > 1 && n > 0) {
+  if (plan.cells() > 1 && n > 0) {
     // A stable second pass by strip keeps the lower_k order inside each strip.
     cuda::DeviceBuffer<unsigned> strips_in(n), strips_out(n);
-    const T* lower_k2 = lower + static_cast<std::size_t>(plan.k2) * n;
-    strip_keys<<<blocks_for(n, threads), threads>>>(plan, lower_k2, out.index.data(), n, strips_in.data());
+    strip_keys<<<blocks_for(n, threads), threads>>>(plan, lower, out.index.data(), n, strips_in.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
     sort_pairs(strips_in.data(), strips_out.data(), out.index.data(), index_in.data());
     std::swap(out.index, index_in);
-    strip_starts<<<blocks_for(static_cast<std::size_t>(plan.strips) + 1, threads), threads>>>(
-        strips_out.data(), n, plan.strips, out.strip_start.data());
+    strip_starts<<<blocks_for(static_cast<std::size_t>(plan.cells()) + 1, threads), threads>>>(
+        strips_out.data(), n, plan.cells(), out.strip_start.data());
   } else {
     strip_starts<<<1, 32>>>(nullptr, n, 1, out.strip_start.data());
   }
@@ -304,11 +306,152 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   return total;
 }
 
-// The seed thesis's bit-matrix matcher is not built yet (issue 6 in progress).
+namespace {
+
+// The bit-matrix baseline: bit (i, j) of an |S| x ceil(|U| / 32) word matrix says whether
+// subscription i and update j intersect (every dimension, the full rule). One thread fills one
+// 32-bit word.
 template <class T>
-std::uint64_t bitmatrix(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, const MatchSink*,
-                        std::vector<std::uint64_t>*, std::vector<std::uint64_t>*, MatchReport&) {
-  throw UserError("--algorithm bitmatrix: not built yet");
+__global__ void bitmatrix_fill(Rule rule, int dims, const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo,
+                               const T* u_hi, std::size_t nu, std::size_t words, unsigned* bits) {
+  const std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t i = blockIdx.y + static_cast<std::size_t>(blockIdx.z) * 65535;
+  if (w >= words || i >= ns) return;
+  unsigned word = 0;
+  for (unsigned b = 0; b < 32; ++b) {
+    const std::size_t j = w * 32 + b;
+    if (j < nu && intersects(rule, dims, s_lo, s_hi, ns, i, u_lo, u_hi, nu, j)) word |= 1u << b;
+  }
+  bits[i * words + w] = word;
+}
+
+__global__ void bitmatrix_rows(const unsigned* bits, std::size_t ns, std::size_t words, unsigned long long* rows,
+                               unsigned long long* columns) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= ns) return;
+  unsigned long long c = 0;
+  for (std::size_t w = 0; w < words; ++w) {
+    const unsigned word = bits[i * words + w];
+    c += static_cast<unsigned long long>(__popc(word));
+    if (columns != nullptr) {
+      for (unsigned rest = word; rest != 0; rest &= rest - 1) atomicAdd(columns + w * 32 + (__ffs(rest) - 1), 1ULL);
+    }
+  }
+  rows[i] = c;
+}
+
+__global__ void bitmatrix_pairs(const unsigned* bits, std::size_t ns, std::size_t words,
+                                const unsigned long long* offsets, unsigned long long window,
+                                unsigned long long capacity, Index* out_s, Index* out_u) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= ns) return;
+  unsigned long long at = offsets[i];
+  if (offsets[i + 1] <= window || at >= window + capacity) return;
+  for (std::size_t w = 0; w < words; ++w)
+    for (unsigned rest = bits[i * words + w]; rest != 0; rest &= rest - 1) {
+      if (at >= window && at < window + capacity) {
+        out_s[at - window] = static_cast<Index>(i);
+        out_u[at - window] = static_cast<Index>(w * 32 + (__ffs(rest) - 1));
+      }
+      ++at;
+    }
+}
+
+}  // namespace
+
+// The seed thesis's GPU algorithm, bit-packed as its conclusion proposes: O(|S| |U| / 8) bytes of
+// device memory, a historical baseline for sets up to about 50,000 regions (larger ones are
+// refused when the matrix does not fit).
+template <class T>
+std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode,
+                        std::size_t chunk, const MatchSink* sink, std::vector<std::uint64_t>* per_s,
+                        std::vector<std::uint64_t>* per_u, MatchReport& report) {
+  const cuda::DeviceGuard guard(device);
+  if (s.size == 0 || u.size == 0) return 0;
+  const std::size_t ns = s.size, nu = u.size, dims = static_cast<std::size_t>(s.dims);
+  const std::size_t words = (nu + 31) / 32;
+  std::size_t free = 0, device_total = 0;
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  const double matrix = static_cast<double>(ns) * static_cast<double>(words) * 4.0;
+  if (matrix > 0.6 * static_cast<double>(free) || ns >= std::numeric_limits<Index>::max()) {
+    throw UserError("--algorithm bitmatrix: the " + std::to_string(ns) + " x " + std::to_string(nu) +
+                    " bit matrix needs " + std::to_string(static_cast<long long>(matrix / 1048576.0)) + " MiB and " +
+                    std::to_string(free >> 20) + " MiB are free; use --algorithm gpu (O(N + K) memory)");
+  }
+  Clock::time_point t = Clock::now();
+  cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  s_lo.upload(s.lower, ns * dims);
+  s_hi.upload(s.upper, ns * dims);
+  u_lo.upload(u.lower, nu * dims);
+  u_hi.upload(u.upper, nu * dims);
+  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  report.upload_seconds = since(t);
+  t = Clock::now();
+  cuda::DeviceBuffer<unsigned> bits(ns * words);
+  const unsigned threads = 128;
+  const dim3 grid(blocks_for(words, threads), static_cast<unsigned>(std::min<std::size_t>(ns, 65535)),
+                  static_cast<unsigned>((ns + 65534) / 65535));
+  bitmatrix_fill<<<grid, threads>>>(rule, s.dims, s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, words,
+                                    bits.data());
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  cuda::DeviceBuffer<unsigned long long> rows(ns), columns, offsets(ns + 1);
+  if (mode == Output::PerRegion) {
+    columns.resize(words * 32);
+    columns.fill_zero();
+  }
+  bitmatrix_rows<<<blocks_for(ns, threads), threads>>>(bits.data(), ns, words, rows.data(),
+                                                       mode == Output::PerRegion ? columns.data() : nullptr);
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = 0;
+  cuda::DeviceBuffer<char> temp;
+  SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, rows.data(), offsets.data() + 1, ns));
+  temp.resize(bytes);
+  SIMKIT_CUDA_CHECK(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long)));
+  SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, rows.data(), offsets.data() + 1, ns));
+  unsigned long long total = 0;
+  SIMKIT_CUDA_CHECK(cudaMemcpy(&total, offsets.data() + ns, sizeof(total), cudaMemcpyDeviceToHost));
+  if (mode != Output::Pairs) {
+    report.seconds = since(t);
+    if (mode == Output::PerRegion) {
+      const Clock::time_point o = Clock::now();
+      std::vector<unsigned long long> r(ns), c(words * 32);
+      rows.download(r.data(), ns);
+      columns.download(c.data(), words * 32);
+      SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+      for (std::size_t i = 0; i < ns; ++i) (*per_s)[i] = r[i];
+      for (std::size_t j = 0; j < nu; ++j) (*per_u)[j] = c[j];
+      report.output_seconds = since(o);
+    }
+    return total;
+  }
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  const unsigned long long capacity = std::min<unsigned long long>(
+      {std::max<unsigned long long>(total, 1), std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index))),
+       std::max<unsigned long long>(chunk, 1)});
+  cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
+  std::vector<Index> host_s, host_u;
+  std::vector<Match> buffer;
+  double output = 0;
+  for (unsigned long long window = 0; window < total; window += capacity) {
+    bitmatrix_pairs<<<blocks_for(ns, threads), threads>>>(bits.data(), ns, words, offsets.data(), window, capacity,
+                                                          out_s.data(), out_u.data());
+    SIMKIT_CUDA_CHECK_LAUNCH();
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const Clock::time_point o = Clock::now();
+    const auto n = static_cast<std::size_t>(std::min(capacity, total - window));
+    host_s.resize(n);
+    host_u.resize(n);
+    out_s.download(host_s.data(), n);
+    out_u.download(host_u.data(), n);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    buffer.resize(n);
+    for (std::size_t q = 0; q < n; ++q) buffer[q] = {host_s[q], host_u[q]};
+    if (sink && *sink) (*sink)(buffer.data(), n);
+    output += since(o);
+  }
+  report.seconds = since(t) - output;
+  report.output_seconds = output;
+  return total;
 }
 
 #define SIMKIT_DDM_CUDA(T)                                                                                        \

@@ -29,10 +29,10 @@ struct HostSorted {
 template <class T>
 HostSorted<T> sort_set(const RegionView<T>& r, const Plan<T>& p, int threads) {
   std::vector<std::tuple<std::int64_t, T, std::uint64_t>> keyed(r.size);
-  std::vector<std::int64_t> count(static_cast<std::size_t>(p.strips) + 1, 0);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(p.cells()) + 1, 0);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t i = 0; i < r.size; ++i) {
-    const std::int64_t t = p.k2 >= 0 ? strip_of(p, r.lo(i, p.k2)) : 0;
+    const std::int64_t t = cell_of(p, p.k2 >= 0 ? r.lo(i, p.k2) : T{}, p.k3 >= 0 ? r.lo(i, p.k3) : T{});
     keyed[i] = {t, r.lo(i, p.k), i};
   }
   __gnu_parallel::sort(keyed.begin(), keyed.end(),

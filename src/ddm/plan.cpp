@@ -69,34 +69,65 @@ Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads) {
                    [&](int a, int b) { return cost[static_cast<std::size_t>(a)] < cost[static_cast<std::size_t>(b)]; });
   p.k = order[0];
   if (dims < 2) return p;
-  const int k2 = order[1];
-  const DimStats<T>&a = ss[static_cast<std::size_t>(k2)], &b = us[static_cast<std::size_t>(k2)];
-  const T lo = std::min(a.min, b.min), hi = std::max(a.max, b.max);
-  const double target = std::max(1.0, static_cast<double>(s.size + u.size) / 8.0);
-  T width = std::max(a.widest, b.widest);
-  if constexpr (std::is_floating_point_v<T>) {
-    const double extent = static_cast<double>(hi) - static_cast<double>(lo);
-    if (!(extent > 0) || !std::isfinite(extent)) return p;
-    width = std::max(width, static_cast<T>(extent / target));
-    if (!(width > 0)) return p;
-    const double strips = std::floor(extent / width) + 1;
-    if (!(strips > 1) || strips > 4 * target) return p;
-    p.strips = static_cast<std::int64_t>(strips);
-  } else {
-    const T extent = static_cast<T>(hi - lo);
-    if (extent == 0) return p;
-    width = std::max<T>(width, static_cast<T>(static_cast<T>(static_cast<double>(extent) / target) + 1));
-    if (width == 0) return p;
-    const std::uint64_t strips = static_cast<std::uint64_t>(extent / width) + 1;
-    if (strips < 2) return p;
-    p.strips = static_cast<std::int64_t>(std::min<std::uint64_t>(strips, static_cast<std::uint64_t>(4 * target)));
-    if (static_cast<std::uint64_t>(p.strips) < strips) return Plan<T>{p.k};  // too many: one strip
+  // Secondary dimensions: the next one or two. Cells no narrower than the widest region there (so
+  // a query touches at most 2-3 per dimension), and about (|S| + |U|) / 8 cells in all.
+  const int k2 = order[1], k3 = dims >= 3 ? order[2] : -1;
+  const double limit = std::max(1.0, static_cast<double>(s.size + u.size) / 8.0);
+  struct Axis {
+    T lo{}, width{}, side_s{}, side_u{};
+    double extent = 0, count = 1;
+  };
+  auto axis_of = [&](int d) {
+    Axis a;
+    const DimStats<T>&x = ss[static_cast<std::size_t>(d)], &y = us[static_cast<std::size_t>(d)];
+    a.lo = std::min(x.min, y.min);
+    a.extent = static_cast<double>(std::max(x.max, y.max)) - static_cast<double>(a.lo);
+    a.side_s = x.widest;
+    a.side_u = y.widest;
+    return a;
+  };
+  Axis a2 = axis_of(k2), a3 = k3 >= 0 ? axis_of(k3) : Axis{};
+  // Widths as doubles first: at least the widest region, and few enough cells.
+  auto count_for = [](const Axis& a, double width) {
+    return (a.extent > 0 && width > 0 && std::isfinite(a.extent)) ? std::floor(a.extent / width) + 1 : 1.0;
+  };
+  double w2 = std::max(static_cast<double>(std::max(a2.side_s, a2.side_u)), a2.extent / limit);
+  double w3 = k3 >= 0 ? std::max(static_cast<double>(std::max(a3.side_s, a3.side_u)), a3.extent / limit) : 0;
+  double n2 = count_for(a2, w2), n3 = k3 >= 0 ? count_for(a3, w3) : 1.0;
+  if (n2 * n3 > limit) {
+    const double f = k3 >= 0 ? std::sqrt(n2 * n3 / limit) : n2 / limit;
+    w2 *= f;
+    w3 *= f;
+    n2 = count_for(a2, w2);
+    n3 = k3 >= 0 ? count_for(a3, w3) : 1.0;
   }
-  p.k2 = k2;
-  p.min2 = lo;
-  p.width = width;
-  p.side_s2 = a.widest;
-  p.side_u2 = b.widest;
+  auto set_axis = [&](double w, double n, const Axis& a, T& min, T& width, std::int64_t& cells) {
+    if (!(n > 1) || !std::isfinite(w)) return false;
+    if constexpr (std::is_floating_point_v<T>) {
+      width = static_cast<T>(w);
+      if (!(width > 0)) return false;
+    } else {
+      if (w >= 18446744073709551615.0) return false;
+      width = std::max<T>(static_cast<T>(std::ceil(w)), T(1));
+    }
+    min = a.lo;
+    cells = static_cast<std::int64_t>(std::max(1.0, std::floor(a.extent / static_cast<double>(width)) + 1));
+    return cells > 1;
+  };
+  if (set_axis(w2, n2, a2, p.min2, p.width2, p.cells2)) {
+    p.k2 = k2;
+    p.side_s2 = a2.side_s;
+    p.side_u2 = a2.side_u;
+  } else {
+    p.cells2 = 1;
+  }
+  if (k3 >= 0 && set_axis(w3, n3, a3, p.min3, p.width3, p.cells3)) {
+    p.k3 = k3;
+    p.side_s3 = a3.side_s;
+    p.side_u3 = a3.side_u;
+  } else {
+    p.cells3 = 1;
+  }
   return p;
 }
 

@@ -7,8 +7,8 @@
 namespace simkit::ddm::detail {
 
 // Primary k: the dimension with the fewest expected candidates, |S| |U| (mean side of S + mean
-// side of U) / extent; secondary k2: the next one (d >= 2), cut into strips as wide as the widest
-// region there (and at least extent / ((|S| + |U|) / 8)).
+// side of U) / extent; secondary k2 and k3: the next ones (d >= 2, d >= 3), cut into cells at least
+// as wide as the widest region there, about (|S| + |U|) / 8 cells in all.
 template <class T>
 Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads);
 

@@ -17,14 +17,14 @@ namespace {
 using PairList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
 template <class T>
-void expect_gpu_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, std::size_t chunk,
-                        const std::string& what) {
+void expect_gpu_algorithm(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, std::size_t chunk,
+                          const std::string& what, Algorithm algorithm) {
   SCOPED_TRACE(what + " rule " + std::string(to_string(rule)));
   const PairList expected = test::brute_pairs(s, u, rule);
   MatchOptions o;
   o.rule = rule;
   o.backend = Backend::Cuda;
-  o.algorithm = Algorithm::Gpu;
+  o.algorithm = algorithm;
   o.chunk_pairs = chunk;
   PairList got;
   const MatchReport r = match_pairs(view(s), view(u), o, [&](const Match* m, std::size_t n) {
@@ -35,6 +35,15 @@ void expect_gpu_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule,
   EXPECT_EQ(r.pairs, expected.size());
   EXPECT_TRUE(got == expected) << "pair lists differ: " << got.size() << " vs " << expected.size();
   test::expect_counts(s, u, o, expected);
+}
+
+template <class T>
+void expect_gpu_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, std::size_t chunk,
+                        const std::string& what) {
+  for (Algorithm algorithm : {Algorithm::Gpu, Algorithm::BitMatrix}) {
+    SCOPED_TRACE(std::string(to_string(algorithm)));
+    expect_gpu_algorithm(s, u, rule, chunk, what, algorithm);
+  }
 }
 
 template <class T>
