@@ -27,6 +27,10 @@ for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
   ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus|libpng' || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$out/"; done
 rmdir "$out/lib"
+# Symbols are not needed there, and the carry limit is 64 MiB.
+for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
+  [ -f "$bin" ] && strip --strip-unneeded "$bin"
+done
 
 if [ -d "$data" ]; then
   mkdir -p "$out/data"
