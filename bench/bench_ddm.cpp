@@ -12,50 +12,15 @@
 #include "core/cuda_info.hpp"
 #include "core/rng.hpp"
 #include "ddm/ddm.hpp"
+#include "ddm_workload.hpp"
 
 namespace {
 
 using namespace simkit;
 using namespace simkit::ddm;
 
-// Subscriptions get ceil(N/2) regions; region r of set k draws from stream (r, k).
-RegionSet<double> workload_set(std::uint64_t n, int dims, double side, int set, std::uint64_t seed) {
-  const double length = 1e6;
-  RegionSet<double> r;
-  r.dims = dims;
-  r.ids.resize(n);
-  r.lower.resize(n * static_cast<std::size_t>(dims));
-  r.upper.resize(n * static_cast<std::size_t>(dims));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    r.ids[k] = k;
-    RngStream rng(seed, StreamId::from64(k, static_cast<std::uint32_t>(set)));
-    for (int d = 0; d < dims; ++d) {
-      const double lo = rng.uniform() * (length - side);
-      r.lower[static_cast<std::size_t>(d) * n + k] = lo;
-      r.upper[static_cast<std::size_t>(d) * n + k] = lo + side;
-    }
-  }
-  return r;
-}
-
-const std::pair<RegionSet<double>, RegionSet<double>>& workload(std::uint64_t n, int dims, double alpha) {
-  static std::map<std::tuple<std::uint64_t, int, double>, std::pair<RegionSet<double>, RegionSet<double>>> cache;
-  const auto key = std::make_tuple(n, dims, alpha);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    cache.clear();  // one large workload at a time
-    const double side = 1e6 * std::pow(alpha / static_cast<double>(n), 1.0 / dims);
-    it = cache
-             .emplace(key, std::make_pair(workload_set((n + 1) / 2, dims, side, 0, 1),
-                                          workload_set(n / 2, dims, side, 1, 1)))
-             .first;
-  }
-  return it->second;
-}
-
-// Args: backend (2 cpu, 3 cuda), N, dims, alpha, mode (0 pairs, 1 count).
+// Args: backend (1 reference, 2 cpu, 3 cuda), N, dims, alpha, mode (0 pairs, 1 count),
+// algorithm (an Algorithm value; 0 = Auto: the backend's own).
 void BM_Ddm(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
   if (backend == Backend::Cuda && !cuda_status().usable) {
@@ -69,6 +34,7 @@ void BM_Ddm(benchmark::State& state) {
   const auto& [s, u] = workload(n, dims, alpha);
   MatchOptions o;
   o.backend = backend;
+  o.algorithm = static_cast<Algorithm>(state.range(5));
   o.chunk_pairs = std::size_t{1} << 30;  // one window: every pair in device memory at once
   MatchReport r;
   std::uint64_t delivered = 0;
@@ -88,18 +54,27 @@ void BM_Ddm(benchmark::State& state) {
   state.SetLabel(std::string(to_string(r.algorithm)) + " " + r.device);
 }
 BENCHMARK(BM_Ddm)
-    ->ArgNames({"backend", "N", "d", "alpha", "count"})
-    ->Args({3, 1000000, 1, 100, 0})
-    ->Args({3, 1000000, 2, 100, 0})
-    ->Args({3, 1000000, 3, 100, 0})
-    ->Args({3, 1000000, 2, 100, 1})
-    ->Args({2, 1000000, 1, 100, 0})
-    ->Args({2, 1000000, 2, 100, 0})
-    ->Args({2, 1000000, 3, 100, 0})
-    ->Args({2, 1000000, 2, 100, 1})
-    ->Args({3, 100000000, 1, 100, 1})
+    ->ArgNames({"backend", "N", "d", "alpha", "count", "algorithm"})
+    ->Args({3, 1000000, 1, 100, 0, 0})
+    ->Args({3, 1000000, 2, 100, 0, 0})
+    ->Args({3, 1000000, 3, 100, 0, 0})
+    ->Args({3, 1000000, 2, 100, 1, 0})
+    ->Args({2, 1000000, 1, 100, 0, 0})
+    ->Args({2, 1000000, 2, 100, 0, 0})
+    ->Args({2, 1000000, 3, 100, 0, 0})
+    ->Args({2, 1000000, 2, 100, 1, 0})
+    ->Args({3, 100000000, 1, 100, 1, 0})
     ->UseManualTime()
     ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+// The serial reference backend's fastest matcher (sort-based matching over dimension 0) for the
+// ratios in docs/performance.md; one iteration (d = 2 examines about 5e9 candidates).
+BENCHMARK(BM_Ddm)
+    ->ArgNames({"backend", "N", "d", "alpha", "count", "algorithm"})
+    ->Args({1, 1000000, 1, 100, 0, static_cast<std::int64_t>(Algorithm::Sbm)})
+    ->Args({1, 1000000, 2, 100, 1, static_cast<std::int64_t>(Algorithm::Sbm)})
+    ->UseManualTime()
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -2,7 +2,9 @@
 # Builds, on this machine, a small self-contained bundle for the GPU machine (which has no package
 # registry): simkit, the test and benchmark binaries, and the few shared libraries they need,
 # all side by side with RPATH $ORIGIN (CUDA runtime linked statically, fmt header-only, GoogleTest
-# static). Output: .bundle/ (git-ignored), carried to the GPU machine with the device tool.
+# static). Output: .bundle/simkit-bundle.tgz (git-ignored; the binaries are about 70 MB, the carry
+# limit is 64 MiB, so they travel compressed), carried to the GPU machine with the device tool, where
+# scripts/gpu-check.sh unpacks it.
 # Usage: scripts/gpu-bundle.sh [--data DIR]   (DIR: test data to include; default ../shared/data)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,22 +15,22 @@ command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 cmake --preset bundle >/dev/null
 cmake --build --preset bundle
 
-out=.bundle
+out=build/bundle-stage
 rm -rf "$out"
 mkdir -p "$out/lib"
-cp build/bundle/bin/simkit "$out/"
+cp build/bundle/bin/simkit build/bundle/examples/ddm_c_example "$out/"
 find build/bundle/tests -maxdepth 1 -type f -executable -name '*_test' -exec cp {} "$out/" \;
 find build/bundle/bench -maxdepth 1 -type f -executable -name 'bench_*' -exec cp {} "$out/" \; 2>/dev/null || true
 cp scripts/gpu-check.sh "$out/"
 
 # Shared libraries that are not part of a base Ubuntu 24.04 image go beside the binaries.
-for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
+for bin in "$out"/simkit "$out"/ddm_c_example "$out"/*_test "$out"/bench_*; do
   [ -f "$bin" ] || continue
   ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus|libpng' || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$out/"; done
 rmdir "$out/lib"
 # Symbols are not needed there, and the carry limit is 64 MiB.
-for bin in "$out"/simkit "$out"/*_test "$out"/bench_*; do
+for bin in "$out"/simkit "$out"/ddm_c_example "$out"/*_test "$out"/bench_*; do
   [ -f "$bin" ] && strip --strip-unneeded "$bin"
 done
 
@@ -38,5 +40,7 @@ if [ -d "$data" ]; then
 fi
 git rev-parse --short=10 HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 [ -n "$(git status --porcelain 2>/dev/null)" ] && echo "+dirty" >> "$out/COMMIT"
-du -sh "$out"
+rm -rf .bundle && mkdir -p .bundle
+tar czf .bundle/simkit-bundle.tgz -C "$out" .
+du -sh "$out" .bundle/simkit-bundle.tgz
 ls "$out"

@@ -5,6 +5,9 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
+if [ ! -x "$bundle/simkit" ] && [ -f "$bundle/simkit-bundle.tgz" ]; then  # scripts/gpu-bundle.sh's archive
+  tar xzf "$bundle/simkit-bundle.tgz" -C "$bundle"
+fi
 [ -x "$bundle/simkit" ] || bundle="$here"   # also works when run from inside the bundle
 out="${OUT:-/tmp/simkit-gpu-check}"
 mkdir -p "$out"
@@ -68,6 +71,25 @@ if [ "$mode" != "--bench-only" ]; then
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   [ $ok -eq 1 ] || { failed=1; cat "$out/angio-hybrid-cli.log"; }
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio hybrid CLI cuda=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
+  rm -rf "$d"  # ddm through the CLI: the GPU matchers' per-region counts and sorted pair lists equal the cpu's.
+  d=/tmp/simkit-ddm-cli
+  rm -rf "$d" && mkdir -p "$d"
+  start=$(date +%s%N)
+  ok=1
+  "$s" ddm generate --n 100000 --alpha 50 --dims 2 --integer --seed 3 --out "$d/r.bin" > "$out/ddm-cli.log" 2>&1 || ok=0
+  for b in cuda cpu; do
+    "$s" ddm match --input "$d/r.bin" --backend $b --per-region "$d/per_$b.csv" -q >> "$out/ddm-cli.log" 2>&1 || ok=0
+    "$s" ddm match --input "$d/r.bin" --backend $b --rule closed --pairs "$d/pairs_$b.csv" -q >> "$out/ddm-cli.log" 2>&1 || ok=0
+    sort "$d/pairs_$b.csv" > "$d/sorted_$b.csv"
+  done
+  "$s" ddm match --input "$d/r.bin" --algorithm bitmatrix --rule closed --pairs "$d/pairs_bm.csv" -q >> "$out/ddm-cli.log" 2>&1 || ok=0
+  sort "$d/pairs_bm.csv" > "$d/sorted_bm.csv"
+  cmp "$d/per_cuda.csv" "$d/per_cpu.csv" >> "$out/ddm-cli.log" 2>&1 || ok=0
+  cmp "$d/sorted_cuda.csv" "$d/sorted_cpu.csv" >> "$out/ddm-cli.log" 2>&1 || ok=0
+  cmp "$d/sorted_bm.csv" "$d/sorted_cpu.csv" >> "$out/ddm-cli.log" 2>&1 || ok=0
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $ok -eq 1 ] || { failed=1; cat "$out/ddm-cli.log"; }
+  rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "ddm CLI gpu/bitmatrix=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
   rm -rf "$d"
 fi
 if [ "$mode" != "--tests-only" ]; then

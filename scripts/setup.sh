@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache git pkg-config
   libcli11-dev libfmt-dev libtomlplusplus-dev librandom123-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libpng-dev zlib1g-dev
+  libcgal-dev libboost-dev  # header-only, for the optional bench_ddm_peers baselines
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,8 @@
 //      the global pair numbering and each window is copied out before the next.
 // Count-only and per-region outputs stop after step 2 (per-region adds the other side's counts
 // with atomics). Indices are 32-bit on the device (each set below 2^32 regions).
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -16,6 +18,7 @@
 #include <chrono>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/cuda_check.cuh"
 #include "core/error.hpp"
@@ -31,6 +34,122 @@ using Index = unsigned int;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Hands n pairs held on the device as 32-bit positions (d_s[q], d_u[q]) to the sink as Match
+// records, in pieces of at most `chunk` (and 2^22) pairs: each piece is copied into one of two
+// pinned staging buffers on a stream of its own while the previous piece is widened on every
+// host thread and delivered, so the copy over PCIe overlaps the host's work. Returns when every
+// copy is done (the device buffers may then be overwritten).
+class PairStager {
+ public:
+  explicit PairStager(std::size_t chunk) : step_(std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 22)) {}
+  PairStager(const PairStager&) = delete;
+  PairStager& operator=(const PairStager&) = delete;
+  ~PairStager() {
+    release_stages();
+    for (cudaEvent_t e : copied_)
+      if (e != nullptr) cudaEventDestroy(e);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  void deliver(const Index* d_s, const Index* d_u, std::size_t n, const MatchSink* sink) {
+    if (sink == nullptr || !*sink || n == 0) return;
+    // Pinned memory is slow to allocate: only as much as this window needs (small results, e.g.
+    // the incremental matcher's, stay cheap), grown when a later window needs more.
+    const std::size_t want = std::min(step_, n);
+    if (want > cap_) {
+      release_stages();
+      if (stream_ == nullptr) SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      for (int b = 0; b < 2; ++b) {
+        SIMKIT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&stage_[b]), 2 * want * sizeof(Index)));
+        if (copied_[b] == nullptr) SIMKIT_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
+      }
+      cap_ = want;
+      buffer_.resize(cap_);
+    }
+    const std::size_t pieces = (n + cap_ - 1) / cap_;
+    for (std::size_t p = 0; p <= pieces; ++p) {
+      if (p < pieces) {  // start copying piece p
+        const std::size_t first = p * cap_, m = std::min(cap_, n - first);
+        Index* stage = stage_[p % 2];
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(stage, d_s + first, m * sizeof(Index), cudaMemcpyDeviceToHost, stream_));
+        SIMKIT_CUDA_CHECK(
+            cudaMemcpyAsync(stage + cap_, d_u + first, m * sizeof(Index), cudaMemcpyDeviceToHost, stream_));
+        SIMKIT_CUDA_CHECK(cudaEventRecord(copied_[p % 2], stream_));
+      }
+      if (p > 0) {  // meanwhile widen and deliver piece p - 1
+        const std::size_t first = (p - 1) * cap_, m = std::min(cap_, n - first);
+        SIMKIT_CUDA_CHECK(cudaEventSynchronize(copied_[(p - 1) % 2]));
+        const Index* stage = stage_[(p - 1) % 2];
+        widen_pairs(stage, stage + cap_, m, buffer_.data());
+        (*sink)(buffer_.data(), m);
+      }
+    }
+  }
+
+ private:
+  void release_stages() {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    for (Index*& p : stage_) {
+      if (p != nullptr) cudaFreeHost(p);
+      p = nullptr;
+    }
+    cap_ = 0;
+  }
+
+  std::size_t step_, cap_ = 0;
+  Index* stage_[2] = {nullptr, nullptr};  // s positions, then u positions (cap_ each)
+  cudaEvent_t copied_[2] = {nullptr, nullptr};
+  cudaStream_t stream_ = nullptr;
+  std::vector<Match> buffer_;
+};
+
+// One region's bounds in one dimension as statistics, and the merge of two: the plan's inputs
+// (plan.hpp), reduced on the device with CUB so that no pass over the bounds runs on the host.
+template <class T>
+struct StatsOf {
+  const T* lo;
+  const T* hi;
+  __host__ __device__ DimStats<T> operator()(std::size_t i) const {
+    const T l = lo[i], h = hi[i];
+    return DimStats<T>{l, h, static_cast<T>(h - l), static_cast<double>(h - l)};
+  }
+};
+template <class T>
+struct MergeStats {
+  __host__ __device__ DimStats<T> operator()(const DimStats<T>& a, const DimStats<T>& b) const {
+    return DimStats<T>{a.min < b.min ? a.min : b.min, a.max > b.max ? a.max : b.max,
+                       a.widest > b.widest ? a.widest : b.widest, a.side_sum + b.side_sum};
+  }
+};
+
+// The plan of two sets already on the device (bounds dimension-major, as RegionView).
+template <class T>
+Plan<T> device_plan(const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo, const T* u_hi, std::size_t nu,
+                    int dims, cuda::DeviceBuffer<char>& temp) {
+  std::vector<DimStats<T>> ss(static_cast<std::size_t>(dims)), us(static_cast<std::size_t>(dims));
+  cuda::DeviceBuffer<DimStats<T>> out(2 * static_cast<std::size_t>(dims));
+  auto reduce = [&](const T* lo, const T* hi, std::size_t n, DimStats<T>* result) {
+    const auto it = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), StatsOf<T>{lo, hi});
+    std::size_t bytes = 0;
+    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, it, result, n, MergeStats<T>{}, DimStats<T>{}));
+    if (temp.size() < bytes) temp.resize(bytes);
+    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, it, result, n, MergeStats<T>{}, DimStats<T>{}));
+  };
+  for (int d = 0; d < dims; ++d) {
+    const std::size_t k = static_cast<std::size_t>(d);
+    reduce(s_lo + k * ns, s_hi + k * ns, ns, out.data() + k);
+    reduce(u_lo + k * nu, u_hi + k * nu, nu, out.data() + static_cast<std::size_t>(dims) + k);
+  }
+  std::vector<DimStats<T>> all(2 * static_cast<std::size_t>(dims));
+  out.download(all.data(), all.size());
+  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  for (std::size_t k = 0; k < static_cast<std::size_t>(dims); ++k) {
+    ss[k] = all[k];
+    us[k] = all[static_cast<std::size_t>(dims) + k];
+  }
+  return plan_from_stats(ss, us, ns, nu);
+}
 
 template <class T>
 __global__ void iota_and_keys(const T* lower_k, std::size_t n, T* keys, Index* index) {
@@ -214,6 +333,19 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   const cuda::DeviceGuard guard(device);
   if (s.size == 0 || u.size == 0) return 0;
   const std::size_t ns = s.size, nu = u.size, dims = static_cast<std::size_t>(s.dims);
+  {
+    // Device memory per region: the bounds twice (input and sorted), sort keys, indices, counts
+    // and offsets; the pairs themselves go in windows of whatever is left.
+    std::size_t free = 0, device_total = 0;
+    SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+    const double need = static_cast<double>(ns + nu) * (4.0 * sizeof(T) * static_cast<double>(dims) + 2.0 * sizeof(T) +
+                                                        3.0 * sizeof(Index) + 4.0 + 16.0);
+    if (need > 0.9 * static_cast<double>(free)) {
+      throw UserError("--algorithm gpu: " + std::to_string(ns + nu) + " regions need about " +
+                      std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB of device memory and " +
+                      std::to_string(free >> 20) + " MiB are free; use --backend cpu");
+    }
+  }
   Clock::time_point t = Clock::now();
   cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
   s_lo.upload(s.lower, ns * dims);
@@ -224,8 +356,8 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   report.upload_seconds = since(t);
 
   t = Clock::now();
-  const Plan<T> plan = make_plan(s, u, effective_threads(0));
   cuda::DeviceBuffer<char> temp;
+  const Plan<T> plan = device_plan(s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, s.dims, temp);
   const DeviceSorted<T> sorted_s = sort_on_device(plan, s_lo.data(), s_hi.data(), ns, s.dims, temp);
   const DeviceSorted<T> sorted_u = sort_on_device(plan, u_lo.data(), u_hi.data(), nu, u.dims, temp);
   const Job<T> job{rule, s.dims, plan, sorted_s.view(), sorted_u.view()};
@@ -277,8 +409,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), fit, std::max<unsigned long long>(chunk, 1)});
   cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
-  std::vector<Index> host_s, host_u;
-  std::vector<Match> buffer;
+  PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {
     write_kernel<<<blocks_for(regions, threads), threads>>>(job, offsets.data(), counts.data(), window, capacity,
@@ -286,19 +417,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     SIMKIT_CUDA_CHECK_LAUNCH();
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     const Clock::time_point o = Clock::now();
-    const auto n = static_cast<std::size_t>(std::min(capacity, total - window));
-    host_s.resize(n);
-    host_u.resize(n);
-    out_s.download(host_s.data(), n);
-    out_u.download(host_u.data(), n);
-    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::size_t step = std::max<std::size_t>(chunk, 1);
-    for (std::size_t first = 0; first < n; first += step) {
-      const std::size_t m = std::min(step, n - first);
-      buffer.resize(m);
-      for (std::size_t q = 0; q < m; ++q) buffer[q] = {host_s[first + q], host_u[first + q]};
-      if (sink && *sink) (*sink)(buffer.data(), m);
-    }
+    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sink);
     output += since(o);
   }
   report.seconds = since(t) - output;
@@ -429,8 +548,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
       {std::max<unsigned long long>(total, 1), std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index))),
        std::max<unsigned long long>(chunk, 1)});
   cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
-  std::vector<Index> host_s, host_u;
-  std::vector<Match> buffer;
+  PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {
     bitmatrix_pairs<<<blocks_for(ns, threads), threads>>>(bits.data(), ns, words, offsets.data(), window, capacity,
@@ -438,15 +556,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
     SIMKIT_CUDA_CHECK_LAUNCH();
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     const Clock::time_point o = Clock::now();
-    const auto n = static_cast<std::size_t>(std::min(capacity, total - window));
-    host_s.resize(n);
-    host_u.resize(n);
-    out_s.download(host_s.data(), n);
-    out_u.download(host_u.data(), n);
-    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    buffer.resize(n);
-    for (std::size_t q = 0; q < n; ++q) buffer[q] = {host_s[q], host_u[q]};
-    if (sink && *sink) (*sink)(buffer.data(), n);
+    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sink);
     output += since(o);
   }
   report.seconds = since(t) - output;

@@ -3,8 +3,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <parallel/algorithm>
 #include <type_traits>
-#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "ddm/ddm.hpp"
@@ -30,15 +32,30 @@ Backend home_of(Algorithm a) {
   }
 }
 
+// Validation reads every bound and id once, on all threads, and reports what a serial scan in
+// input order would report first: the first region with a bad bound, else the first repeated id
+// (the earliest second occurrence).
 template <class T>
 void validate_set(const RegionView<T>& r, std::string_view name) {
   if (r.dims < 1 || r.dims > kMaxDims) {
     throw UserError(fmt::format("{}: {} dimensions; ddm takes 1 to {}", name, r.dims, kMaxDims));
   }
-  std::unordered_set<std::uint64_t> seen;
-  seen.reserve(r.size);
-  for (std::size_t i = 0; i < r.size; ++i) {
-    if (!seen.insert(r.ids[i]).second) throw UserError(fmt::format("{} region {}: duplicate id", name, r.ids[i]));
+  const auto n = static_cast<std::int64_t>(r.size);
+  std::int64_t first_bad = n;  // the first region with a NaN or lower > upper
+  bool sorted = true;          // ids strictly increasing: no duplicates, no sort needed
+#pragma omp parallel for schedule(static) reduction(min : first_bad) reduction(&& : sorted) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (i + 1 < n && !(r.ids[k] < r.ids[k + 1])) sorted = false;
+    for (int d = 0; d < r.dims; ++d) {
+      const T lo = r.lo(k, d), hi = r.hi(k, d);
+      bool bad = lo > hi;
+      if constexpr (std::is_floating_point_v<T>) bad = bad || std::isnan(lo) || std::isnan(hi);
+      if (bad) first_bad = std::min(first_bad, i);
+    }
+  }
+  if (first_bad < n) {
+    const auto i = static_cast<std::size_t>(first_bad);
     for (int d = 0; d < r.dims; ++d) {
       const T lo = r.lo(i, d), hi = r.hi(i, d);
       if constexpr (std::is_floating_point_v<T>) {
@@ -51,6 +68,18 @@ void validate_set(const RegionView<T>& r, std::string_view name) {
       }
     }
   }
+  if (sorted) return;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(r.size);  // (id, position)
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) {
+    keyed[static_cast<std::size_t>(i)] = {r.ids[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i)};
+  }
+  __gnu_parallel::sort(keyed.begin(), keyed.end());
+  std::uint64_t repeat = r.size;  // the earliest position whose id occurred before
+  for (std::size_t k = 1; k < keyed.size(); ++k) {
+    if (keyed[k].first == keyed[k - 1].first) repeat = std::min(repeat, keyed[k].second);
+  }
+  if (repeat < r.size) throw UserError(fmt::format("{} region {}: duplicate id", name, r.ids[repeat]));
 }
 
 template <class T>

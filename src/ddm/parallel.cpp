@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <parallel/algorithm>
 #include <tuple>
 
@@ -70,20 +71,34 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
   const SortedSet<T, std::uint64_t> vs = sorted_s.view(), vu = sorted_u.view();
   const int dims = s.dims;
   std::uint64_t total = 0;
+  // A sink that throws (or an allocation that fails) must not leave the parallel region: the first
+  // exception is kept, every thread stops at its next region, and it is rethrown afterwards.
+  std::exception_ptr failure;
+  std::atomic<bool> stop{false};
   // Per-thread buffers of at most 64 Ki pairs (and at most chunk): memory stays bounded.
   const std::size_t flush_at = std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 16);
 #pragma omp parallel num_threads(workers) reduction(+ : total)
   {
     std::vector<Match> buffer;
+    auto deliver = [&] {
+#pragma omp critical(simkit_ddm_sink)
+      {
+        if (!stop.load(std::memory_order_relaxed)) {
+          try {
+            (*sink)(buffer.data(), buffer.size());
+          } catch (...) {
+            failure = std::current_exception();
+            stop.store(true);
+          }
+        }
+      }
+      buffer.clear();
+    };
     auto emit = [&](std::uint64_t i, std::uint64_t j) {
       ++total;
       if (mode == Output::Pairs) {
         buffer.push_back({i, j});
-        if (buffer.size() >= flush_at) {
-#pragma omp critical(simkit_ddm_sink)
-          (*sink)(buffer.data(), buffer.size());
-          buffer.clear();
-        }
+        if (buffer.size() >= flush_at) deliver();
       } else if (mode == Output::PerRegion) {
         std::atomic_ref<std::uint64_t>((*per_s)[i]).fetch_add(1, std::memory_order_relaxed);
         std::atomic_ref<std::uint64_t>((*per_u)[j]).fetch_add(1, std::memory_order_relaxed);
@@ -92,21 +107,21 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
     const auto ns = static_cast<std::int64_t>(s.size), nu = static_cast<std::int64_t>(u.size);
 #pragma omp for schedule(dynamic, 256) nowait
     for (std::int64_t a = 0; a < ns; ++a) {
+      if (stop.load(std::memory_order_relaxed)) continue;
       const auto r = static_cast<std::size_t>(a);
       const std::uint64_t i = vs.index[r];
       for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) { emit(i, vu.index[q]); });
     }
 #pragma omp for schedule(dynamic, 256) nowait
     for (std::int64_t b = 0; b < nu; ++b) {
+      if (stop.load(std::memory_order_relaxed)) continue;
       const auto r = static_cast<std::size_t>(b);
       const std::uint64_t j = vu.index[r];
       for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
     }
-    if (mode == Output::Pairs && !buffer.empty()) {
-#pragma omp critical(simkit_ddm_sink)
-      (*sink)(buffer.data(), buffer.size());
-    }
+    if (mode == Output::Pairs && !buffer.empty()) deliver();
   }
+  if (failure) std::rethrow_exception(failure);
   return total;
 }
 
@@ -117,5 +132,12 @@ SIMKIT_DDM_PARALLEL(std::uint32_t)
 SIMKIT_DDM_PARALLEL(std::uint64_t)
 SIMKIT_DDM_PARALLEL(double)
 #undef SIMKIT_DDM_PARALLEL
+
+void widen_pairs(const unsigned* s, const unsigned* u, std::size_t n, Match* out) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (std::int64_t q = 0; q < static_cast<std::int64_t>(n); ++q) {
+    out[q] = Match{s[q], u[q]};
+  }
+}
 
 }  // namespace simkit::ddm::detail

@@ -12,14 +12,6 @@ namespace simkit::ddm::detail {
 namespace {
 
 template <class T>
-struct DimStats {
-  T min = std::numeric_limits<T>::max();
-  T max = std::numeric_limits<T>::lowest();
-  T widest = T(0);
-  double side_sum = 0;
-};
-
-template <class T>
 DimStats<T> stats_of(const RegionView<T>& r, int d, int threads) {
   DimStats<T> out;
   T lo_min = std::numeric_limits<T>::max(), hi_max = std::numeric_limits<T>::lowest(), widest = T(0);
@@ -45,22 +37,30 @@ DimStats<T> stats_of(const RegionView<T>& r, int d, int threads) {
 
 template <class T>
 Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads) {
-  Plan<T> p;
-  if (s.size == 0 || u.size == 0) return p;
-  const int dims = s.dims;
-  std::vector<DimStats<T>> ss(static_cast<std::size_t>(dims)), us(static_cast<std::size_t>(dims));
-  std::vector<double> cost(static_cast<std::size_t>(dims));
-  for (int d = 0; d < dims; ++d) {
+  if (s.size == 0 || u.size == 0) return Plan<T>{};
+  std::vector<DimStats<T>> ss(static_cast<std::size_t>(s.dims)), us(static_cast<std::size_t>(s.dims));
+  for (int d = 0; d < s.dims; ++d) {
     ss[static_cast<std::size_t>(d)] = stats_of(s, d, threads);
     us[static_cast<std::size_t>(d)] = stats_of(u, d, threads);
+  }
+  return plan_from_stats(ss, us, s.size, u.size);
+}
+
+template <class T>
+Plan<T> plan_from_stats(const std::vector<DimStats<T>>& ss, const std::vector<DimStats<T>>& us, std::size_t ns,
+                        std::size_t nu) {
+  Plan<T> p;
+  if (ns == 0 || nu == 0) return p;
+  const int dims = static_cast<int>(ss.size());
+  std::vector<double> cost(static_cast<std::size_t>(dims));
+  for (int d = 0; d < dims; ++d) {
     const T lo = std::min(ss[static_cast<std::size_t>(d)].min, us[static_cast<std::size_t>(d)].min);
     const T hi = std::max(ss[static_cast<std::size_t>(d)].max, us[static_cast<std::size_t>(d)].max);
     const double extent = std::max(static_cast<double>(hi - lo), 1e-300);
-    const double mean = ss[static_cast<std::size_t>(d)].side_sum / static_cast<double>(s.size) +
-                        us[static_cast<std::size_t>(d)].side_sum / static_cast<double>(u.size);
+    const double mean = ss[static_cast<std::size_t>(d)].side_sum / static_cast<double>(ns) +
+                        us[static_cast<std::size_t>(d)].side_sum / static_cast<double>(nu);
     // Expected candidates, plus a floor for zero-width ranges (ties still make candidates).
-    cost[static_cast<std::size_t>(d)] =
-        static_cast<double>(s.size) * static_cast<double>(u.size) * (mean / extent + 1e-12);
+    cost[static_cast<std::size_t>(d)] = static_cast<double>(ns) * static_cast<double>(nu) * (mean / extent + 1e-12);
     if (!std::isfinite(cost[static_cast<std::size_t>(d)])) cost[static_cast<std::size_t>(d)] = 1e300;
   }
   std::vector<int> order(static_cast<std::size_t>(dims));
@@ -72,7 +72,7 @@ Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads) {
   // Secondary dimensions: the next one or two. Cells no narrower than the widest region there (so
   // a query touches at most 2-3 per dimension), and about (|S| + |U|) / 8 cells in all.
   const int k2 = order[1], k3 = dims >= 3 ? order[2] : -1;
-  const double limit = std::max(1.0, static_cast<double>(s.size + u.size) / 8.0);
+  const double limit = std::max(1.0, static_cast<double>(ns + nu) / 8.0);
   struct Axis {
     T lo{}, width{}, side_s{}, side_u{};
     double extent = 0, count = 1;
@@ -131,10 +131,13 @@ Plan<T> make_plan(const RegionView<T>& s, const RegionView<T>& u, int threads) {
   return p;
 }
 
-template Plan<std::uint32_t> make_plan<std::uint32_t>(const RegionView<std::uint32_t>&,
-                                                      const RegionView<std::uint32_t>&, int);
-template Plan<std::uint64_t> make_plan<std::uint64_t>(const RegionView<std::uint64_t>&,
-                                                      const RegionView<std::uint64_t>&, int);
-template Plan<double> make_plan<double>(const RegionView<double>&, const RegionView<double>&, int);
+#define SIMKIT_DDM_PLAN(T)                                                                                           \
+  template Plan<T> make_plan<T>(const RegionView<T>&, const RegionView<T>&, int);                                    \
+  template Plan<T> plan_from_stats<T>(const std::vector<DimStats<T>>&, const std::vector<DimStats<T>>&, std::size_t, \
+                                      std::size_t);
+SIMKIT_DDM_PLAN(std::uint32_t)
+SIMKIT_DDM_PLAN(std::uint64_t)
+SIMKIT_DDM_PLAN(double)
+#undef SIMKIT_DDM_PLAN
 
 }  // namespace simkit::ddm::detail

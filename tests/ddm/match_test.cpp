@@ -19,18 +19,8 @@ using test::brute_pairs;
 using test::random_set;
 using PairList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
-struct Matcher {
-  Algorithm algorithm;
-  Backend backend;
-};
-
-std::vector<Matcher> host_runs() {
-  return {{Algorithm::BruteForce, Backend::Reference},
-          {Algorithm::Sbm, Backend::Reference},
-          {Algorithm::IntervalTree, Backend::Reference},
-          {Algorithm::Grid, Backend::Reference},
-          {Algorithm::Parallel, Backend::Cpu}};
-}
+using test::host_runs;
+using Matcher = test::Run;
 
 // Runs all three outputs of one algorithm and checks them against the oracle's pair list.
 template <class T>

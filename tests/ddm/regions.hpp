@@ -46,6 +46,19 @@ RegionSet<T> random_set(std::mt19937_64& gen, std::size_t n, int dims, T base, s
   return r;
 }
 
+// The host algorithms and their backends (every one the tests run against the oracle).
+struct Run {
+  Algorithm algorithm;
+  Backend backend;
+};
+inline std::vector<Run> host_runs() {
+  return {{Algorithm::BruteForce, Backend::Reference},
+          {Algorithm::Sbm, Backend::Reference},
+          {Algorithm::IntervalTree, Backend::Reference},
+          {Algorithm::Grid, Backend::Reference},
+          {Algorithm::Parallel, Backend::Cpu}};
+}
+
 // Every intersecting (s position, u position), sorted: the oracle written out in the test itself.
 template <class T>
 std::vector<std::pair<std::uint64_t, std::uint64_t>> brute_pairs(const RegionSet<T>& s, const RegionSet<T>& u,

@@ -1,0 +1,274 @@
+// `simkit ddm generate` and `simkit ddm match` (docs/ddm.md): make a workload, or read regions,
+// match them and write the count, the pairs (streamed to the file) or per-region counts.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common.hpp"
+#include "core/error.hpp"
+#include "core/report.hpp"
+#include "ddm/ddm.hpp"
+#include "ddm/generate.hpp"
+#include "ddm/io.hpp"
+
+namespace simkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace simkit::ddm;
+
+// ---- generate ----
+
+struct GenerateArgs {
+  std::string n, side = "volume", out;
+  double alpha = 0;
+  int dims = 1;
+  bool integer = false, clustered = false, json = false;
+  std::uint64_t seed = 1;
+};
+
+// A region count: digits, or an integer written like 1e6.
+std::uint64_t parse_count(const std::string& text, std::string_view flag) {
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc{} && ptr == text.data() + text.size()) return value;
+  double d = 0;
+  const auto [dptr, dec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (dec == std::errc{} && dptr == text.data() + text.size() && d >= 0 && d == std::floor(d) &&
+      d <= 9007199254740992.0)
+    return static_cast<std::uint64_t>(d);
+  throw UserError(fmt::format("{} {}: expected a whole number of regions (e.g. 1000000 or 1e6)", flag, text));
+}
+
+// The parent directory of an output file must exist (checked before any work).
+void check_output_path(const std::string& path, std::string_view flag) {
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw UserError(fmt::format("{} {}: is a directory, expected a file name", flag, path));
+  const fs::path parent = p.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw UserError(fmt::format("{} {}: the directory {} does not exist", flag, path, parent.string()));
+  }
+}
+
+int run_generate(const GenerateArgs& a) {
+  Stopwatch clock;
+  GenerateOptions o;
+  o.n = parse_count(a.n, "--n");
+  o.alpha = a.alpha;
+  o.dims = a.dims;
+  o.side = parse_side(a.side);
+  o.integer = a.integer;
+  o.clustered = a.clustered;
+  o.seed = a.seed;
+  check_output_path(a.out, "--out");
+  const AnyRegions regions = generate(o);
+  write_regions(a.out, regions);
+  const double seconds = clock.seconds();
+  const std::size_t ns = subscription_count(regions), nu = update_count(regions);
+  const std::string coords(to_string(coords_of(regions)));
+  if (a.json) {
+    const nlohmann::json j = {{"command", "simkit ddm generate"},
+                              {"subscriptions", ns},
+                              {"updates", nu},
+                              {"dims", o.dims},
+                              {"alpha", o.alpha},
+                              {"side", std::string(to_string(o.side))},
+                              {"side_length", side_length(o)},
+                              {"space_length", o.length},
+                              {"coords", coords},
+                              {"clustered", o.clustered},
+                              {"seed", o.seed},
+                              {"seconds", seconds},
+                              {"out", a.out}};
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print(
+        "simkit ddm generate: {:.4g} s, {} subscriptions, {} updates, {} dimension{}, side {} ({}, alpha {}), "
+        "{}{}, seed {} -> {}\n",
+        seconds, ns, nu, o.dims, o.dims == 1 ? "" : "s", human_number(side_length(o)), to_string(o.side), o.alpha,
+        coords, o.clustered ? ", clustered" : "", o.seed, a.out);
+  }
+  return 0;
+}
+
+// ---- match ----
+
+struct MatchArgs {
+  CommonRunOptions common;
+  std::string input, rule = "ieee1516", pairs, per_region, algorithm = "auto", coords = "auto";
+  bool count = false;
+};
+
+// Fails before the input is read when the backend and algorithm cannot run here (the matcher
+// would find out the same, after reading a possibly large file).
+void check_backend(const MatchOptions& o) {
+  Backend backend = o.backend;
+  if (backend == Backend::Auto && o.algorithm != Algorithm::Auto) {
+    // --backend auto with an algorithm: the algorithm's own backend.
+    for (Backend home : {Backend::Reference, Backend::Cpu, Backend::Cuda}) {
+      try {
+        resolve_algorithm(o.algorithm, home);
+        backend = home;
+        break;
+      } catch (const UserError&) {
+      }
+    }
+  }
+  if (o.backend == Backend::Auto && o.algorithm != Algorithm::Auto) {
+    try {
+      resolve_backend(backend, o.device);
+    } catch (const UserError& e) {
+      // The user named the algorithm, not the backend: say which backend it needs, and why that
+      // one cannot run (without the "--backend cuda: " the message starts with).
+      std::string_view why = e.what();
+      if (why.starts_with("--backend") && why.find(": ") != std::string_view::npos) {
+        why.remove_prefix(why.find(": ") + 2);
+      }
+      throw UserError(fmt::format("--algorithm {} runs on the {} backend: {}", to_string(o.algorithm),
+                                  simkit::to_string(backend), why));
+    }
+  }
+  resolve_algorithm(o.algorithm, resolve_backend(backend, o.device));
+}
+
+int run_match(const MatchArgs& a) {
+  Stopwatch clock;
+  MatchOptions o;
+  o.rule = parse_rule(a.rule);
+  o.algorithm = parse_algorithm(a.algorithm);
+  o.backend = parse_backend(a.common.backend);
+  o.device = a.common.device;
+  o.threads = a.common.threads;
+  const std::optional<Coords> coords =
+      a.coords == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(a.coords));
+  std::string mode = "count", out;
+  if (!a.pairs.empty()) {
+    mode = "pairs";
+    out = a.pairs;
+    check_output_path(out, "--pairs");
+  } else if (!a.per_region.empty()) {
+    mode = "per-region";
+    out = a.per_region;
+    check_output_path(out, "--per-region");
+  }
+  check_backend(o);
+
+  const AnyRegions regions = read_regions(a.input, coords);
+  const double read_seconds = clock.seconds();
+
+  const MatchReport report = std::visit(
+      [&](const auto& r) {
+        const auto s = view(r.subscriptions);
+        const auto u = view(r.updates);
+        if (mode == "pairs") {
+          PairWriter writer(out, PairWriter::format_for(out), r.subscriptions.ids, r.updates.ids);
+          const MatchReport rep =
+              match_pairs(s, u, o, [&writer](const Match* pairs, std::size_t n) { writer.write(pairs, n); });
+          writer.commit();
+          return rep;
+        }
+        if (mode == "per-region") {
+          std::vector<std::uint64_t> per_s, per_u;
+          const MatchReport rep = count_per_region(s, u, o, per_s, per_u);
+          write_per_region_csv(out, r.subscriptions.ids, per_s, r.updates.ids, per_u);
+          return rep;
+        }
+        return count_pairs(s, u, o);
+      },
+      regions);
+
+  const std::size_t ns = subscription_count(regions), nu = update_count(regions);
+  const int dims = dims_of(regions);
+  const std::string coords_name(to_string(coords_of(regions)));
+  RunSummary summary;
+  summary.command = "simkit ddm match";
+  summary.backend = std::string(simkit::to_string(report.backend));
+  summary.device = report.device;
+  summary.wall_seconds = clock.seconds();
+  summary.throughput = report.seconds > 0 ? static_cast<double>(report.pairs) / report.seconds : 0.0;
+  summary.throughput_unit = "pairs";
+  summary.extra = {{"input", a.input},
+                   {"subscriptions", ns},
+                   {"updates", nu},
+                   {"dims", dims},
+                   {"coords", coords_name},
+                   {"rule", std::string(to_string(o.rule))},
+                   {"algorithm", std::string(to_string(report.algorithm))},
+                   {"output", mode},
+                   {"out", out.empty() ? nlohmann::json(nullptr) : nlohmann::json(out)},
+                   {"pairs", report.pairs},
+                   {"seconds", report.seconds},
+                   {"read_seconds", read_seconds},
+                   {"upload_seconds", report.upload_seconds},
+                   {"output_seconds", report.output_seconds}};
+  if (a.common.json) {
+    summary.print(true);
+  } else {
+    std::string text = summary.text();
+    text += fmt::format(
+        "; {} subscriptions x {} updates ({} dimension{}, {}, {}), {} pairs, algorithm {}, matching "
+        "{:.4g} s",
+        ns, nu, dims, dims == 1 ? "" : "s", coords_name, to_string(o.rule), report.pairs, to_string(report.algorithm),
+        report.seconds);
+    if (!out.empty()) text += fmt::format(" -> {}", out);
+    fmt::print("{}\n", text);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_ddm_command(CLI::App& app, Action& action) {
+  auto* ddm = app.add_subcommand("ddm", "Data Distribution Management matching for HLA (IEEE 1516)");
+  ddm->require_subcommand(1);
+
+  auto* gen = ddm->add_subcommand("generate", "Write a synthetic workload of N equal regions (docs/ddm.md)");
+  auto g = std::make_shared<GenerateArgs>();
+  gen->add_option("--n", g->n, "Regions in all: ceil(N/2) subscriptions, the rest updates (1e6 is fine)")->required();
+  gen->add_option("--alpha", g->alpha, "Overlap degree alpha, 0 < alpha <= N")->required();
+  gen->add_option("--dims", g->dims, "Dimensions, 1 to 8")->required();
+  gen->add_option("--side", g->side,
+                  "volume: side L*(alpha/N)^(1/d), about 2^(d-2)*alpha*N pairs; per-dimension: side alpha*L/N")
+      ->capture_default_str();
+  gen->add_flag("--integer", g->integer, "Integer bounds (u64 coordinates) instead of doubles");
+  gen->add_flag("--clustered", g->clustered, "Lower bounds around 8 hot spots (normal, sd L/50) instead of uniform");
+  gen->add_option("--seed", g->seed, "Random seed; the output depends only on it and the other flags")
+      ->capture_default_str();
+  gen->add_option("--out", g->out, "Region file to write: CSV, or binary when the name ends in .bin")->required();
+  gen->add_flag("--json", g->json, "Print the summary as one JSON object on one line of stdout");
+  gen->callback([&action, g] { action = [g] { return run_generate(*g); }; });
+
+  auto* match = ddm->add_subcommand("match", "Find every intersecting subscription/update pair of a region file");
+  auto m = std::make_shared<MatchArgs>();
+  match->add_option("--input", m->input, "Region file: CSV (set,id,lower0,upper0,...) or binary (docs/ddm.md)")
+      ->required();
+  match->add_option("--rule", m->rule, "Overlap rule: ieee1516, half-open or closed")->capture_default_str();
+  auto* count = match->add_flag("--count", m->count, "Print the number of pairs only (the default)");
+  auto* pairs =
+      match->add_option("--pairs", m->pairs, "Write every pair by id: CSV (subscription,update), or binary for .bin");
+  auto* per_region = match->add_option("--per-region", m->per_region,
+                                       "Write set,id,count: how many regions of the other set each region meets");
+  count->excludes(pairs)->excludes(per_region);
+  pairs->excludes(count)->excludes(per_region);
+  per_region->excludes(count)->excludes(pairs);
+  match
+      ->add_option("--algorithm", m->algorithm,
+                   "auto (the backend's default), brute-force, grid, sbm, interval-tree (reference), parallel "
+                   "(cpu), bitmatrix, gpu (cuda)")
+      ->capture_default_str();
+  match
+      ->add_option("--coords", m->coords,
+                   "Coordinate type: auto (u64 when every bound is an integer, else f64), u32, u64 or f64")
+      ->capture_default_str();
+  add_common_run_options(*match, m->common);
+  match->callback([&action, m] { action = [m] { return run_match(*m); }; });
+}
+
+}  // namespace simkit::cli

@@ -1,0 +1,442 @@
+// The C API of the ddm matcher (c_api.h, docs/ddm_c_api.md): a handle holding MatchOptions, the last
+// error message and the last report; every entry point catches everything and returns a status.
+#include "ddm/c_api.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "ddm/ddm.hpp"
+
+struct simkit_ddm_matcher {
+  simkit::ddm::MatchOptions options;
+  std::string error;        // "" after a successful call
+  bool error_lost = false;  // the message could not be stored (out of memory)
+  bool busy = false;        // a matching call is running (a call from its callback is refused)
+  bool has_report = false;  // the last matching call succeeded
+  simkit_ddm_report report{};
+  std::string device;                  // report.device points here
+  std::vector<std::uint64_t> sub_ids;  // the callback's id buffers, sized before matching so that
+  std::vector<std::uint64_t> upd_ids;  // the sink (maybe inside an OpenMP region) never allocates
+};
+
+namespace {
+
+using simkit::Backend;
+using simkit::UserError;
+using simkit::ddm::Algorithm;
+using simkit::ddm::Match;
+using simkit::ddm::MatchOptions;
+using simkit::ddm::MatchReport;
+using simkit::ddm::RegionView;
+using simkit::ddm::Rule;
+
+// The most pairs per callback call (the id buffers hold 2 x 8 bytes per pair: 1 MiB).
+constexpr std::size_t kCallbackPairs = std::size_t{1} << 16;
+
+// A failure with its own status (NULL pointers, unavailable backends).
+class Failure : public std::runtime_error {
+ public:
+  Failure(simkit_ddm_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  simkit_ddm_status status() const { return status_; }
+
+ private:
+  simkit_ddm_status status_;
+};
+
+// Thrown from the sink when the callback asks to stop (never from inside an OpenMP region).
+struct Cancelled {
+  int code = 0;
+};
+
+void set_error(simkit_ddm_matcher* m, const char* text) noexcept {
+  try {
+    m->error.assign(text);
+    m->error_lost = false;
+  } catch (...) {
+    m->error.clear();
+    m->error_lost = true;
+  }
+}
+
+// Runs `body` (which returns SIMKIT_DDM_OK or throws) with every exception turned into a status and
+// a message on the handle.
+template <class F>
+simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
+  if (m == nullptr) return SIMKIT_DDM_BAD_INPUT;
+  if (m->busy) {
+    set_error(m, "the matcher is busy: its functions cannot be called from its own pair callback");
+    return SIMKIT_DDM_BAD_INPUT;
+  }
+  m->error.clear();
+  m->error_lost = false;
+  try {
+    return body();
+  } catch (const Cancelled& c) {
+    try {
+      set_error(m, fmt::format("matching cancelled: the pair callback returned {}", c.code).c_str());
+    } catch (...) {
+      set_error(m, "matching cancelled by the pair callback");
+    }
+    return SIMKIT_DDM_CANCELLED;
+  } catch (const Failure& e) {
+    set_error(m, e.what());
+    return e.status();
+  } catch (const UserError& e) {
+    set_error(m, e.what());
+    return SIMKIT_DDM_BAD_INPUT;
+  } catch (const std::bad_alloc&) {
+    set_error(m, "out of memory");
+    return SIMKIT_DDM_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(m, e.what());
+    return SIMKIT_DDM_INTERNAL;
+  } catch (...) {
+    set_error(m, "internal error: unknown exception");
+    return SIMKIT_DDM_INTERNAL;
+  }
+}
+
+// Marks the handle busy for the duration of a matching call.
+class BusyScope {
+ public:
+  explicit BusyScope(simkit_ddm_matcher* m) : m_(m) { m_->busy = true; }
+  ~BusyScope() { m_->busy = false; }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  simkit_ddm_matcher* m_;
+};
+
+template <class T>
+RegionView<T> region_view(char set, int dims, std::size_t n, const std::uint64_t* ids, const T* lower, const T* upper) {
+  const auto null = [&](const char* what) {
+    return Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("{}_{} is NULL with n{} = {} regions", set, what, set, n));
+  };
+  if (n > 0) {
+    if (ids == nullptr) throw null("ids");
+    if (lower == nullptr) throw null("lower");
+    if (upper == nullptr) throw null("upper");
+  }
+  return RegionView<T>{dims, n, ids, lower, upper};
+}
+
+// UNAVAILABLE rather than BAD_INPUT when cuda is asked for and cannot be had.
+void check_available(const MatchOptions& o) {
+  Backend backend = o.backend;
+  if (backend == Backend::Auto && (o.algorithm == Algorithm::Gpu || o.algorithm == Algorithm::BitMatrix)) {
+    backend = Backend::Cuda;
+  }
+  if (backend != Backend::Cuda) return;
+  try {
+    simkit::resolve_backend(Backend::Cuda, o.device);
+  } catch (const UserError& e) {
+    throw Failure(SIMKIT_DDM_UNAVAILABLE, e.what());
+  }
+}
+
+simkit_ddm_backend to_c(Backend b) {
+  switch (b) {
+    case Backend::Reference:
+      return SIMKIT_DDM_BACKEND_REFERENCE;
+    case Backend::Cpu:
+      return SIMKIT_DDM_BACKEND_CPU;
+    case Backend::Cuda:
+      return SIMKIT_DDM_BACKEND_CUDA;
+    default:
+      return SIMKIT_DDM_BACKEND_AUTO;
+  }
+}
+
+simkit_ddm_algorithm to_c(Algorithm a) {
+  switch (a) {
+    case Algorithm::BruteForce:
+      return SIMKIT_DDM_ALGORITHM_BRUTE_FORCE;
+    case Algorithm::Grid:
+      return SIMKIT_DDM_ALGORITHM_GRID;
+    case Algorithm::Sbm:
+      return SIMKIT_DDM_ALGORITHM_SBM;
+    case Algorithm::IntervalTree:
+      return SIMKIT_DDM_ALGORITHM_INTERVAL_TREE;
+    case Algorithm::Parallel:
+      return SIMKIT_DDM_ALGORITHM_PARALLEL;
+    case Algorithm::BitMatrix:
+      return SIMKIT_DDM_ALGORITHM_BITMATRIX;
+    case Algorithm::Gpu:
+      return SIMKIT_DDM_ALGORITHM_GPU;
+    default:
+      return SIMKIT_DDM_ALGORITHM_AUTO;
+  }
+}
+
+template <class T>
+constexpr simkit_ddm_coords coords_of() {
+  if constexpr (std::is_same_v<T, std::uint32_t>) return SIMKIT_DDM_COORDS_U32;
+  if constexpr (std::is_same_v<T, std::uint64_t>) return SIMKIT_DDM_COORDS_U64;
+  return SIMKIT_DDM_COORDS_F64;
+}
+
+template <class T>
+void record(simkit_ddm_matcher* m, const MatchReport& r) {
+  m->device = r.device;
+  m->report.pairs = r.pairs;
+  m->report.coords = coords_of<T>();
+  m->report.backend = to_c(r.backend);
+  m->report.algorithm = to_c(r.algorithm);
+  m->report.seconds = r.seconds;
+  m->report.upload_seconds = r.upload_seconds;
+  m->report.output_seconds = r.output_seconds;
+  m->report.device = m->device.c_str();
+  m->has_report = true;
+}
+
+// The three entry points, once for every coordinate type.
+template <class T>
+simkit_ddm_status match_pairs(simkit_ddm_matcher* m, int dims, std::size_t ns, const std::uint64_t* s_ids,
+                              const T* s_lower, const T* s_upper, std::size_t nu, const std::uint64_t* u_ids,
+                              const T* u_lower, const T* u_upper, simkit_ddm_pair_callback callback,
+                              void* user) noexcept {
+  return guarded(m, [&] {
+    m->has_report = false;
+    const RegionView<T> s = region_view('s', dims, ns, s_ids, s_lower, s_upper);
+    const RegionView<T> u = region_view('u', dims, nu, u_ids, u_lower, u_upper);
+    if (callback == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, "callback is NULL");
+    check_available(m->options);
+    const std::size_t step = std::clamp<std::size_t>(m->options.chunk_pairs, 1, kCallbackPairs);
+    m->sub_ids.resize(step);
+    m->upd_ids.resize(step);
+    bool cancelled = false;
+    int code = 0;
+    const simkit::ddm::MatchSink sink = [&](const Match* pairs, std::size_t count) {
+      if (cancelled) return;
+      for (std::size_t first = 0; first < count; first += step) {
+        const std::size_t n = std::min(step, count - first);
+        for (std::size_t k = 0; k < n; ++k) {
+          m->sub_ids[k] = s.ids[pairs[first + k].s];
+          m->upd_ids[k] = u.ids[pairs[first + k].u];
+        }
+        code = callback(m->sub_ids.data(), m->upd_ids.data(), n, user);
+        if (code != 0) {
+          cancelled = true;
+          // An exception must not leave an OpenMP region (the cpu matcher calls the sink inside
+          // one): there the remaining pairs are dropped and the call returns CANCELLED at the end.
+          if (omp_get_level() == 0) throw Cancelled{code};
+          return;
+        }
+      }
+    };
+    BusyScope busy(m);
+    const MatchReport r = simkit::ddm::match_pairs(s, u, m->options, sink);
+    if (cancelled) throw Cancelled{code};
+    record<T>(m, r);
+    return SIMKIT_DDM_OK;
+  });
+}
+
+template <class T>
+simkit_ddm_status count_pairs(simkit_ddm_matcher* m, int dims, std::size_t ns, const std::uint64_t* s_ids,
+                              const T* s_lower, const T* s_upper, std::size_t nu, const std::uint64_t* u_ids,
+                              const T* u_lower, const T* u_upper, std::uint64_t* count) noexcept {
+  return guarded(m, [&] {
+    m->has_report = false;
+    const RegionView<T> s = region_view('s', dims, ns, s_ids, s_lower, s_upper);
+    const RegionView<T> u = region_view('u', dims, nu, u_ids, u_lower, u_upper);
+    if (count == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, "count is NULL");
+    check_available(m->options);
+    BusyScope busy(m);
+    const MatchReport r = simkit::ddm::count_pairs(s, u, m->options);
+    *count = r.pairs;
+    record<T>(m, r);
+    return SIMKIT_DDM_OK;
+  });
+}
+
+template <class T>
+simkit_ddm_status count_per_region(simkit_ddm_matcher* m, int dims, std::size_t ns, const std::uint64_t* s_ids,
+                                   const T* s_lower, const T* s_upper, std::size_t nu, const std::uint64_t* u_ids,
+                                   const T* u_lower, const T* u_upper, std::uint64_t* per_s,
+                                   std::uint64_t* per_u) noexcept {
+  return guarded(m, [&] {
+    m->has_report = false;
+    const RegionView<T> s = region_view('s', dims, ns, s_ids, s_lower, s_upper);
+    const RegionView<T> u = region_view('u', dims, nu, u_ids, u_lower, u_upper);
+    if (ns > 0 && per_s == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("per_s is NULL with ns = {}", ns));
+    if (nu > 0 && per_u == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("per_u is NULL with nu = {}", nu));
+    check_available(m->options);
+    BusyScope busy(m);
+    std::vector<std::uint64_t> got_s, got_u;
+    const MatchReport r = simkit::ddm::count_per_region(s, u, m->options, got_s, got_u);
+    if (got_s.size() != ns || got_u.size() != nu) throw simkit::InternalError("count_per_region: wrong output size");
+    std::copy(got_s.begin(), got_s.end(), per_s);
+    std::copy(got_u.begin(), got_u.end(), per_u);
+    record<T>(m, r);
+    return SIMKIT_DDM_OK;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+simkit_ddm_status simkit_ddm_create(simkit_ddm_matcher** matcher) {
+  if (matcher == nullptr) return SIMKIT_DDM_BAD_INPUT;
+  *matcher = new (std::nothrow) simkit_ddm_matcher();
+  return *matcher == nullptr ? SIMKIT_DDM_OUT_OF_MEMORY : SIMKIT_DDM_OK;
+}
+
+void simkit_ddm_destroy(simkit_ddm_matcher* matcher) { delete matcher; }
+
+const char* simkit_ddm_last_error(const simkit_ddm_matcher* matcher) {
+  if (matcher == nullptr) return "the matcher is NULL";
+  if (matcher->error_lost) return "(the error message could not be stored: out of memory)";
+  return matcher->error.c_str();
+}
+
+const char* simkit_ddm_status_name(simkit_ddm_status status) {
+  switch (static_cast<int>(status)) {
+    case SIMKIT_DDM_OK:
+      return "ok";
+    case SIMKIT_DDM_BAD_INPUT:
+      return "bad input";
+    case SIMKIT_DDM_UNAVAILABLE:
+      return "unavailable";
+    case SIMKIT_DDM_OUT_OF_MEMORY:
+      return "out of memory";
+    case SIMKIT_DDM_CANCELLED:
+      return "cancelled";
+    case SIMKIT_DDM_INTERNAL:
+      return "internal error";
+    default:
+      return "unknown status";
+  }
+}
+
+simkit_ddm_status simkit_ddm_last_report(const simkit_ddm_matcher* matcher, simkit_ddm_report* report) {
+  if (report == nullptr) return SIMKIT_DDM_BAD_INPUT;
+  if (matcher == nullptr || !matcher->has_report) {
+    *report = simkit_ddm_report{};
+    report->device = "";
+    return SIMKIT_DDM_BAD_INPUT;
+  }
+  *report = matcher->report;
+  return SIMKIT_DDM_OK;
+}
+
+simkit_ddm_status simkit_ddm_set_rule(simkit_ddm_matcher* matcher, simkit_ddm_rule rule) {
+  return guarded(matcher, [&] {
+    switch (static_cast<int>(rule)) {
+      case SIMKIT_DDM_RULE_IEEE1516:
+        matcher->options.rule = Rule::Ieee1516;
+        break;
+      case SIMKIT_DDM_RULE_HALF_OPEN:
+        matcher->options.rule = Rule::HalfOpen;
+        break;
+      case SIMKIT_DDM_RULE_CLOSED:
+        matcher->options.rule = Rule::Closed;
+        break;
+      default:
+        throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("rule {}: expected SIMKIT_DDM_RULE_IEEE1516 (0), "
+                                                        "SIMKIT_DDM_RULE_HALF_OPEN (1) or SIMKIT_DDM_RULE_CLOSED (2)",
+                                                        static_cast<int>(rule)));
+    }
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_set_backend(simkit_ddm_matcher* matcher, simkit_ddm_backend backend) {
+  return guarded(matcher, [&] {
+    switch (static_cast<int>(backend)) {
+      case SIMKIT_DDM_BACKEND_AUTO:
+        matcher->options.backend = Backend::Auto;
+        break;
+      case SIMKIT_DDM_BACKEND_REFERENCE:
+        matcher->options.backend = Backend::Reference;
+        break;
+      case SIMKIT_DDM_BACKEND_CPU:
+        matcher->options.backend = Backend::Cpu;
+        break;
+      case SIMKIT_DDM_BACKEND_CUDA:
+        matcher->options.backend = Backend::Cuda;
+        break;
+      default:
+        throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("backend {}: expected 0 (auto), 1 (reference), 2 (cpu) or "
+                                                        "3 (cuda)",
+                                                        static_cast<int>(backend)));
+    }
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_set_algorithm(simkit_ddm_matcher* matcher, simkit_ddm_algorithm algorithm) {
+  return guarded(matcher, [&] {
+    static constexpr Algorithm kAlgorithms[] = {Algorithm::Auto,      Algorithm::BruteForce,   Algorithm::Grid,
+                                                Algorithm::Sbm,       Algorithm::IntervalTree, Algorithm::Parallel,
+                                                Algorithm::BitMatrix, Algorithm::Gpu};
+    const int a = static_cast<int>(algorithm);
+    if (a < SIMKIT_DDM_ALGORITHM_AUTO || a > SIMKIT_DDM_ALGORITHM_GPU) {
+      throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("algorithm {}: expected 0 (auto) to 7 (gpu)", a));
+    }
+    matcher->options.algorithm = kAlgorithms[a];
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_set_threads(simkit_ddm_matcher* matcher, int threads) {
+  return guarded(matcher, [&] {
+    if (threads < 0) {
+      throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("threads {}: expected 0 (all) or more", threads));
+    }
+    matcher->options.threads = threads;
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_set_device(simkit_ddm_matcher* matcher, int device) {
+  return guarded(matcher, [&] {
+    if (device < 0) throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("device {}: expected 0 or more", device));
+    matcher->options.device = device;
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_set_chunk_pairs(simkit_ddm_matcher* matcher, size_t chunk_pairs) {
+  return guarded(matcher, [&] {
+    if (chunk_pairs == 0) throw Failure(SIMKIT_DDM_BAD_INPUT, "chunk_pairs 0: expected 1 or more");
+    matcher->options.chunk_pairs = chunk_pairs;
+    return SIMKIT_DDM_OK;
+  });
+}
+
+#define SIMKIT_DDM_DEFINE(SUFFIX, T)                                                                                   \
+  simkit_ddm_status simkit_ddm_match_pairs_##SUFFIX(simkit_ddm_matcher* matcher, int dims, size_t ns,                  \
+                                                    const uint64_t* s_ids, const T* s_lower, const T* s_upper,         \
+                                                    size_t nu, const uint64_t* u_ids, const T* u_lower,                \
+                                                    const T* u_upper, simkit_ddm_pair_callback callback, void* user) { \
+    return match_pairs<T>(matcher, dims, ns, s_ids, s_lower, s_upper, nu, u_ids, u_lower, u_upper, callback, user);    \
+  }                                                                                                                    \
+  simkit_ddm_status simkit_ddm_count_pairs_##SUFFIX(                                                                   \
+      simkit_ddm_matcher* matcher, int dims, size_t ns, const uint64_t* s_ids, const T* s_lower, const T* s_upper,     \
+      size_t nu, const uint64_t* u_ids, const T* u_lower, const T* u_upper, uint64_t* count) {                         \
+    return count_pairs<T>(matcher, dims, ns, s_ids, s_lower, s_upper, nu, u_ids, u_lower, u_upper, count);             \
+  }                                                                                                                    \
+  simkit_ddm_status simkit_ddm_count_per_region_##SUFFIX(                                                              \
+      simkit_ddm_matcher* matcher, int dims, size_t ns, const uint64_t* s_ids, const T* s_lower, const T* s_upper,     \
+      size_t nu, const uint64_t* u_ids, const T* u_lower, const T* u_upper, uint64_t* per_s, uint64_t* per_u) {        \
+    return count_per_region<T>(matcher, dims, ns, s_ids, s_lower, s_upper, nu, u_ids, u_lower, u_upper, per_s, per_u); \
+  }
+SIMKIT_DDM_DEFINE(u32, uint32_t)
+SIMKIT_DDM_DEFINE(u64, uint64_t)
+SIMKIT_DDM_DEFINE(f64, double)
+#undef SIMKIT_DDM_DEFINE
+
+}  // extern "C"

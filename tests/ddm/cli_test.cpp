@@ -1,0 +1,280 @@
+// `simkit ddm generate` and `simkit ddm match` end to end: the real binary (run_simkit) in a
+// TempDir. Pairs written by the CLI equal the brute-force oracle's; --json has the documented
+// fields; bad input exits 2 with one line on stderr naming file, line and field, and leaves
+// nothing at the output path.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ddm/ddm.hpp"
+#include "ddm/io.hpp"
+#include "regions.hpp"
+#include "support/test_support.hpp"
+
+namespace simkit::ddm {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace simkit::test;  // run_simkit, TempDir, slurp, describe, lines_of
+using testing::HasSubstr;
+
+using IdPairs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+CommandResult ddm(std::vector<std::string> args) {
+  args.insert(args.begin(), "ddm");
+  return run_simkit(args);
+}
+
+// The oracle: every intersecting pair by brute force (tests/ddm/regions.hpp), by id, sorted.
+IdPairs oracle(const AnyRegions& any, Rule rule) {
+  return std::visit(
+      [&](const auto& r) {
+        IdPairs out;
+        for (const auto& [i, j] : test::brute_pairs(r.subscriptions, r.updates, rule))
+          out.emplace_back(r.subscriptions.ids[i], r.updates.ids[j]);
+        std::sort(out.begin(), out.end());
+        return out;
+      },
+      any);
+}
+
+IdPairs sorted_pairs(const fs::path& path) {
+  IdPairs p = read_pairs(path);
+  std::sort(p.begin(), p.end());
+  return p;
+}
+
+json one_json_line(const CommandResult& r) {
+  const auto lines = lines_of(r.out);
+  EXPECT_EQ(lines.size(), 1u) << r.out;
+  return lines.empty() ? json() : json::parse(lines[0]);
+}
+
+// Expects exit 2 with exactly one line on stderr that contains `part`.
+void expect_user_error(const CommandResult& r, const std::string& part) {
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(part));
+}
+
+// ---- help ----
+
+TEST(DdmCli, HelpListsTheFlags) {
+  const CommandResult g = ddm({"generate", "--help"});
+  ASSERT_EQ(g.exit_code, 0) << describe(g);
+  for (const char* flag : {"--n", "--alpha", "--dims", "--side", "--integer", "--clustered", "--seed", "--out"})
+    EXPECT_THAT(g.out, HasSubstr(flag));
+  const CommandResult m = ddm({"match", "--help"});
+  ASSERT_EQ(m.exit_code, 0) << describe(m);
+  for (const char* flag : {"--input", "--rule", "--count", "--pairs", "--per-region", "--algorithm", "--backend",
+                           "--coords", "--json", "--threads", "--device"})
+    EXPECT_THAT(m.out, HasSubstr(flag));
+  const CommandResult top = ddm({"--help"});
+  ASSERT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("generate"));
+  EXPECT_THAT(top.out, HasSubstr("match"));
+  EXPECT_EQ(ddm({}).exit_code, 2);  // a subcommand is required
+}
+
+// ---- generate, then match ----
+
+TEST(DdmCli, GeneratedPairsEqualTheBruteForceOracle) {
+  TempDir tmp;
+  struct Case {
+    std::vector<std::string> generate;
+    std::string file;
+  };
+  const std::vector<Case> cases = {
+      {{"--n", "3000", "--alpha", "20", "--dims", "2"}, "f2.csv"},
+      {{"--n", "2001", "--alpha", "5", "--dims", "3", "--integer", "--clustered", "--seed", "7"}, "i3.bin"},
+      {{"--n", "1e3", "--alpha", "50", "--dims", "1", "--integer"}, "i1.csv"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    std::vector<std::string> args = {"generate", "--out", (tmp / c.file).string()};
+    args.insert(args.end(), c.generate.begin(), c.generate.end());
+    const CommandResult g = ddm(args);
+    ASSERT_EQ(g.exit_code, 0) << describe(g);
+    const AnyRegions regions = read_regions(tmp / c.file);
+    for (const char* rule : {"ieee1516", "half-open", "closed"}) {
+      SCOPED_TRACE(rule);
+      const IdPairs expected = oracle(regions, parse_rule(rule));
+      ASSERT_GT(expected.size(), 0u);
+      // Every CPU algorithm to CSV, and the default one to binary.
+      const std::vector<std::pair<std::string, std::string>> runs = {
+          {"auto", "p.csv"}, {"brute-force", "p.csv"}, {"parallel", "p.csv"}, {"auto", "p.bin"}};
+      for (const auto& [algorithm, out] : runs) {
+        SCOPED_TRACE(out + " " + algorithm);
+        const CommandResult m = ddm({"match", "--input", (tmp / c.file).string(), "--rule", rule, "--algorithm",
+                                     algorithm, "--pairs", (tmp / out).string(), "--backend", "auto"});
+        ASSERT_EQ(m.exit_code, 0) << describe(m);
+        EXPECT_EQ(sorted_pairs(tmp / out), expected);
+        EXPECT_THAT(m.out, HasSubstr(fmt::format("{} pairs", expected.size())));
+      }
+    }
+  }
+}
+
+TEST(DdmCli, JsonSummaryAndOutputModes) {
+  TempDir tmp;
+  const std::string regions = (tmp / "r.csv").string();
+  const CommandResult g = ddm({"generate", "--n", "4001", "--alpha", "30", "--dims", "2", "--out", regions, "--json"});
+  ASSERT_EQ(g.exit_code, 0) << describe(g);
+  const json gj = one_json_line(g);
+  EXPECT_EQ(gj.at("subscriptions").get<int>(), 2001);
+  EXPECT_EQ(gj.at("updates").get<int>(), 2000);
+  EXPECT_EQ(gj.at("coords").get<std::string>(), "f64");
+  EXPECT_EQ(gj.at("side").get<std::string>(), "volume");
+
+  const IdPairs expected = oracle(read_regions(regions), Rule::Ieee1516);
+  const CommandResult c = ddm({"match", "--input", regions, "--json", "--backend", "cpu", "--threads", "2"});
+  ASSERT_EQ(c.exit_code, 0) << describe(c);
+  const json cj = one_json_line(c);
+  EXPECT_EQ(cj.at("subscriptions").get<int>(), 2001);
+  EXPECT_EQ(cj.at("updates").get<int>(), 2000);
+  EXPECT_EQ(cj.at("pairs").get<std::uint64_t>(), expected.size());
+  EXPECT_GE(cj.at("seconds").get<double>(), 0.0);
+  EXPECT_EQ(cj.at("backend").get<std::string>(), "cpu");
+  EXPECT_EQ(cj.at("algorithm").get<std::string>(), "parallel");
+  EXPECT_EQ(cj.at("output").get<std::string>(), "count");
+  EXPECT_EQ(cj.at("rule").get<std::string>(), "ieee1516");
+  EXPECT_EQ(cj.at("coords").get<std::string>(), "f64");
+  EXPECT_EQ(cj.at("dims").get<int>(), 2);
+  EXPECT_TRUE(cj.contains("device"));
+  EXPECT_TRUE(cj.contains("wall_seconds"));
+
+  // --count is the default; the reference backend runs brute force.
+  const CommandResult r = ddm({"match", "--input", regions, "--count", "--backend", "reference", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json rj = one_json_line(r);
+  EXPECT_EQ(rj.at("algorithm").get<std::string>(), "brute-force");
+  EXPECT_EQ(rj.at("pairs").get<std::uint64_t>(), expected.size());
+
+  // Per-region counts: each subscription's count is its number of oracle pairs, likewise updates.
+  const CommandResult p = ddm({"match", "--input", regions, "--per-region", (tmp / "c.csv").string()});
+  ASSERT_EQ(p.exit_code, 0) << describe(p);
+  const auto lines = lines_of(slurp(tmp / "c.csv"));
+  ASSERT_EQ(lines.size(), 1u + 4001u);
+  EXPECT_EQ(lines[0], "set,id,count");
+  std::vector<std::uint64_t> per_s(2001, 0), per_u(2000, 0);
+  for (const auto& [s, u] : expected) {
+    ++per_s[s];
+    ++per_u[u];
+  }
+  for (std::size_t i = 0; i < 2001; ++i) ASSERT_EQ(lines[1 + i], fmt::format("S,{},{}", i, per_s[i]));
+  for (std::size_t j = 0; j < 2000; ++j) ASSERT_EQ(lines[2002 + j], fmt::format("U,{},{}", j, per_u[j]));
+
+  // Plain text: one summary line with the figures.
+  const CommandResult t = ddm({"match", "--input", regions});
+  ASSERT_EQ(t.exit_code, 0) << describe(t);
+  ASSERT_EQ(lines_of(t.out).size(), 1u);
+  EXPECT_THAT(t.out, HasSubstr("2001 subscriptions x 2000 updates"));
+  EXPECT_THAT(t.out, HasSubstr(fmt::format("{} pairs", expected.size())));
+  EXPECT_THAT(t.out, HasSubstr("pairs/s"));
+}
+
+TEST(DdmCli, TheShippedExampleGivesOneTwoAndFourPairs) {
+  const fs::path example = fs::path(SIMKIT_SOURCE_DIR) / "examples" / "ddm" / "regions.csv";
+  for (const auto& [rule, pairs] :
+       std::vector<std::pair<std::string, int>>{{"half-open", 1}, {"ieee1516", 2}, {"closed", 4}}) {
+    const CommandResult r = ddm({"match", "--input", example.string(), "--rule", rule, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(one_json_line(r).at("pairs").get<int>(), pairs) << rule;
+  }
+}
+
+TEST(DdmCli, GenerateIsDeterministicAndBinaryMatchesCsv) {
+  TempDir tmp;
+  const std::vector<std::string> common = {"generate", "--n", "999", "--alpha", "4", "--dims", "3", "--seed", "11"};
+  for (const char* name : {"a.csv", "b.csv", "a.bin"}) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--out", (tmp / name).string()});
+    ASSERT_EQ(ddm(args).exit_code, 0);
+  }
+  EXPECT_EQ(slurp(tmp / "a.csv"), slurp(tmp / "b.csv"));
+  EXPECT_EQ(slurp(tmp / "a.bin").substr(0, 8), std::string("SKDDM1\0\0", 8));
+  const auto count = [&](const char* name) {
+    const CommandResult r = ddm({"match", "--input", (tmp / name).string(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return one_json_line(r).at("pairs").get<std::uint64_t>();
+  };
+  EXPECT_EQ(count("a.csv"), count("a.bin"));
+  // The same values as binary and as text.
+  const auto a = std::get<Regions<double>>(read_regions(tmp / "a.csv"));
+  const auto b = std::get<Regions<double>>(read_regions(tmp / "a.bin"));
+  EXPECT_EQ(a.subscriptions.lower, b.subscriptions.lower);
+  EXPECT_EQ(a.updates.upper, b.updates.upper);
+}
+
+// ---- bad input ----
+
+TEST(DdmCli, BadInputExitsTwoWithOneLineAndNoOutput) {
+  TempDir tmp;
+  const fs::path bad = tmp.write("bad.csv", "set,id,lower0,upper0\nS,1,0,5\nU,2,7,abc\n");
+  const fs::path out = tmp / "pairs.csv";
+  const CommandResult r = ddm({"match", "--input", bad.string(), "--pairs", out.string()});
+  expect_user_error(r, bad.string() + ":3: field 'upper0': 'abc' is not a number");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  // Nothing else either (no temporary file).
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(tmp.path())) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"bad.csv"});
+
+  // An existing output is left as it was.
+  tmp.write("pairs.csv", "keep me\n");
+  expect_user_error(ddm({"match", "--input", bad.string(), "--pairs", out.string()}), "field 'upper0'");
+  EXPECT_EQ(slurp(out), "keep me\n");
+
+  const fs::path dup = tmp.write("dup.csv", "set,id,lower0,upper0\nS,1,0,5\nS,1,2,3\n");
+  expect_user_error(ddm({"match", "--input", dup.string()}), dup.string() + ":3: field 'id': duplicate id 1");
+  const fs::path order = tmp.write("order.csv", "set,id,lower0,upper0\nS,1,6,5\n");
+  expect_user_error(ddm({"match", "--input", order.string()}), order.string() + ":2: field 'upper0'");
+  const fs::path wide = tmp.write("wide.csv", "set,id,lower0,upper0\nS,1,0,4294967296\n");
+  expect_user_error(ddm({"match", "--input", wide.string(), "--coords", "u32"}),
+                    wide.string() + ":2: field 'upper0': '4294967296' does not fit in u32");
+  expect_user_error(ddm({"match", "--input", (tmp / "missing.csv").string()}), "missing.csv: cannot open");
+
+  // Flags.
+  const fs::path good = tmp.write("good.csv", "set,id,lower0,upper0\nS,1,0,5\nU,1,1,2\n");
+  expect_user_error(ddm({"match", "--input", good.string(), "--rule", "open"}), "--rule open: expected ieee1516");
+  expect_user_error(ddm({"match", "--input", good.string(), "--coords", "i8"}), "--coords i8");
+  expect_user_error(ddm({"match", "--input", good.string(), "--algorithm", "quick"}), "--algorithm quick");
+  expect_user_error(ddm({"match", "--input", good.string(), "--count", "--pairs", out.string()}), "excludes");
+  expect_user_error(ddm({"match", "--input", good.string(), "--backend", "cpu", "--algorithm", "brute-force"}),
+                    "--algorithm brute-force runs on the reference backend");
+  expect_user_error(ddm({"match", "--input", good.string(), "--pairs", (tmp / "no/such/dir/p.csv").string()}),
+                    "does not exist");
+  expect_user_error(ddm({"generate", "--n", "10", "--alpha", "20", "--dims", "2", "--out", (tmp / "g.csv").string()}),
+                    "--alpha 20: expected 0 < alpha <= N");
+  expect_user_error(ddm({"generate", "--n", "ten", "--alpha", "1", "--dims", "2", "--out", (tmp / "g.csv").string()}),
+                    "--n ten");
+  expect_user_error(ddm({"generate", "--n", "10", "--alpha", "1", "--dims", "2", "--side", "area", "--out",
+                         (tmp / "g.csv").string()}),
+                    "--side area");
+  EXPECT_FALSE(fs::exists(tmp / "g.csv"));
+}
+
+TEST(DdmCli, GpuAlgorithmWithoutCudaIsAClearError) {
+  std::string why;
+  if (cuda_usable(&why)) GTEST_SKIP() << "a CUDA device is usable here";
+  TempDir tmp;
+  const fs::path good = tmp.write("good.csv", "set,id,lower0,upper0\nS,1,0,5\nU,1,1,2\n");
+  for (const char* algorithm : {"gpu", "bitmatrix"}) {
+    const CommandResult r = ddm({"match", "--input", good.string(), "--algorithm", algorithm});
+    expect_user_error(r, fmt::format("--algorithm {} runs on the cuda backend: ", algorithm));
+  }
+  expect_user_error(ddm({"match", "--input", good.string(), "--backend", "cuda"}), "--backend cuda");
+}
+
+}  // namespace
+}  // namespace simkit::ddm
