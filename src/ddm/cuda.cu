@@ -36,13 +36,16 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Hands n pairs held on the device as 32-bit positions (d_s[q], d_u[q]) to the sink as Match
-// records, in pieces of at most `chunk` (and 2^22) pairs: each piece is copied into one of two
+// records, in pieces of at most `chunk` (and 2^20) pairs: each piece is copied into one of two
 // pinned staging buffers on a stream of its own while the previous piece is widened on every
 // host thread and delivered, so the copy over PCIe overlaps the host's work. Returns when every
 // copy is done (the device buffers may then be overwritten).
 class PairStager {
  public:
-  explicit PairStager(std::size_t chunk) : step_(std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 22)) {}
+  // Pieces of at most 2^20 pairs, so that a window of the default 2^22 (MatchOptions::chunk_pairs)
+  // is already four pieces whose copies overlap the host's work.
+  explicit PairStager(std::size_t chunk, std::size_t piece = std::size_t{1} << 20)
+      : step_(std::clamp<std::size_t>(chunk, 1, std::max<std::size_t>(piece, 1))) {}
   PairStager(const PairStager&) = delete;
   PairStager& operator=(const PairStager&) = delete;
   ~PairStager() {

@@ -36,14 +36,15 @@ Backend home_of(Algorithm a) {
 // input order would report first: the first region with a bad bound, else the first repeated id
 // (the earliest second occurrence).
 template <class T>
-void validate_set(const RegionView<T>& r, std::string_view name) {
+void validate_set(const RegionView<T>& r, std::string_view name, int threads) {
   if (r.dims < 1 || r.dims > kMaxDims) {
     throw UserError(fmt::format("{}: {} dimensions; ddm takes 1 to {}", name, r.dims, kMaxDims));
   }
   const auto n = static_cast<std::int64_t>(r.size);
   std::int64_t first_bad = n;  // the first region with a NaN or lower > upper
   bool sorted = true;          // ids strictly increasing: no duplicates, no sort needed
-#pragma omp parallel for schedule(static) reduction(min : first_bad) reduction(&& : sorted) if (n > 32768)
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : first_bad) reduction(&& : sorted) \
+    if (n > 32768)
   for (std::int64_t i = 0; i < n; ++i) {
     const auto k = static_cast<std::size_t>(i);
     if (i + 1 < n && !(r.ids[k] < r.ids[k + 1])) sorted = false;
@@ -70,11 +71,12 @@ void validate_set(const RegionView<T>& r, std::string_view name) {
   }
   if (sorted) return;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(r.size);  // (id, position)
-#pragma omp parallel for schedule(static) if (n > 32768)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 32768)
   for (std::int64_t i = 0; i < n; ++i) {
     keyed[static_cast<std::size_t>(i)] = {r.ids[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i)};
   }
-  __gnu_parallel::sort(keyed.begin(), keyed.end());
+  __gnu_parallel::sort(keyed.begin(), keyed.end(),
+                       __gnu_parallel::multiway_mergesort_tag(static_cast<__gnu_parallel::_ThreadIndex>(threads)));
   std::uint64_t repeat = r.size;  // the earliest position whose id occurred before
   for (std::size_t k = 1; k < keyed.size(); ++k) {
     if (keyed[k].first == keyed[k - 1].first) repeat = std::min(repeat, keyed[k].second);
@@ -83,9 +85,18 @@ void validate_set(const RegionView<T>& r, std::string_view name) {
 }
 
 template <class T>
+void validate_sets(const RegionView<T>& s, const RegionView<T>& u, int threads) {
+  validate_set(s, "S", threads);
+  validate_set(u, "U", threads);
+  if (s.dims != u.dims) {
+    throw UserError(fmt::format("subscriptions have {} dimensions and updates {}", s.dims, u.dims));
+  }
+}
+
+template <class T>
 MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o, detail::Output mode,
                 const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u) {
-  validate(s, u);
+  validate_sets(s, u, effective_threads(o.threads));
   Backend backend = o.backend;
   if (backend == Backend::Auto && o.algorithm != Algorithm::Auto) backend = home_of(o.algorithm);
   backend = resolve_backend(backend, o.device);
@@ -190,11 +201,7 @@ Algorithm resolve_algorithm(Algorithm requested, Backend backend) {
 
 template <class T>
 void validate(const RegionView<T>& s, const RegionView<T>& u) {
-  validate_set(s, "S");
-  validate_set(u, "U");
-  if (s.dims != u.dims) {
-    throw UserError(fmt::format("subscriptions have {} dimensions and updates {}", s.dims, u.dims));
-  }
+  validate_sets(s, u, effective_threads(0));
 }
 
 template <class T>

@@ -71,8 +71,9 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
   const SortedSet<T, std::uint64_t> vs = sorted_s.view(), vu = sorted_u.view();
   const int dims = s.dims;
   std::uint64_t total = 0;
-  // A sink that throws (or an allocation that fails) must not leave the parallel region: the first
-  // exception is kept, every thread stops at its next region, and it is rethrown afterwards.
+  // A sink that throws must not leave the parallel region: the first exception is kept, every
+  // thread stops at its next region, and it is rethrown afterwards. (An allocation failure while a
+  // thread fills its buffer is not caught: the buffers are bounded, 64 Ki pairs a thread.)
   std::exception_ptr failure;
   std::atomic<bool> stop{false};
   // Per-thread buffers of at most 64 Ki pairs (and at most chunk): memory stays bounded.

@@ -243,6 +243,19 @@ TEST(DdmCli, BadInputExitsTwoWithOneLineAndNoOutput) {
   expect_user_error(ddm({"match", "--input", wide.string(), "--coords", "u32"}),
                     wide.string() + ":2: field 'upper0': '4294967296' does not fit in u32");
   expect_user_error(ddm({"match", "--input", (tmp / "missing.csv").string()}), "missing.csv: cannot open");
+  const fs::path nan = tmp.write("nan.csv", "set,id,lower0,upper0\nS,1,0,5\nU,2,nan,3\n");
+  expect_user_error(ddm({"match", "--input", nan.string()}), nan.string() + ":3: field 'lower0'");
+  const fs::path dims = tmp.write("dims.csv", "set,id,lower0,upper0\nS,1,0,5\nU,2,0,3,0,3\n");
+  expect_user_error(ddm({"match", "--input", dims.string()}), dims.string() + ":3");
+  {  // a binary region file cut short
+    const fs::path whole = tmp / "whole.bin";
+    ASSERT_EQ(ddm({"generate", "--n", "100", "--alpha", "2", "--dims", "2", "--out", whole.string()}).exit_code, 0);
+    const std::string bytes = slurp(whole);
+    const fs::path cut = tmp.write("cut.bin", bytes.substr(0, bytes.size() - 8));
+    expect_user_error(ddm({"match", "--input", cut.string()}), "truncated");
+    fs::remove(whole);
+    fs::remove(cut);
+  }
 
   // Flags.
   const fs::path good = tmp.write("good.csv", "set,id,lower0,upper0\nS,1,0,5\nU,1,1,2\n");

@@ -84,6 +84,38 @@ TEST(DdmCuda, SmallRegionsManyStripsAndWindows) {
   }
 }
 
+// Windows larger than one staging piece (2^20 pairs): 3000 x 3000 all-overlapping regions give
+// 9e6 pairs in windows of 2^21 + 5 (three pieces each, the last a few pairs; a smaller last
+// window): every (s, u) pair arrives exactly once, in sink chunks of at most chunk_pairs.
+TEST(DdmCuda, PairsCrossManyPinnedPiecesAndWindows) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  const std::size_t n = 3000, chunk = (std::size_t{1} << 21) + 5;
+  RegionSet<std::uint32_t> s{1, {}, std::vector<std::uint32_t>(n, 10u), std::vector<std::uint32_t>(n, 20u)};
+  for (std::size_t i = 0; i < n; ++i) s.ids.push_back(i);
+  const RegionSet<std::uint32_t> u = s;
+  for (Algorithm algorithm : {Algorithm::Gpu, Algorithm::BitMatrix}) {
+    SCOPED_TRACE(std::string(to_string(algorithm)));
+    MatchOptions o;
+    o.backend = Backend::Cuda;
+    o.algorithm = algorithm;
+    o.chunk_pairs = chunk;
+    std::vector<unsigned char> seen(n * n, 0);
+    std::size_t calls = 0, bad = 0, largest = 0;
+    const MatchReport r = match_pairs(view(s), view(u), o, [&](const Match* m, std::size_t k) {
+      ++calls;
+      largest = std::max(largest, k);
+      for (std::size_t q = 0; q < k; ++q) {
+        if (m[q].s >= n || m[q].u >= n || seen[m[q].s * n + m[q].u]++ != 0) ++bad;
+      }
+    });
+    EXPECT_EQ(r.pairs, n * n);
+    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(n * n));
+    EXPECT_LE(largest, chunk);
+    EXPECT_GE(calls, 9u);  // at least one call per piece
+  }
+}
+
 TEST(DdmCuda, EmptyAndSingleRegionSets) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(6);

@@ -143,5 +143,39 @@ TEST(DdmMatch, BadInputIsAUserError) {
   EXPECT_THROW(count_pairs(view(u), view(u), o), UserError);  // sbm runs on reference
 }
 
+// Large sets (validation on all threads) report what a serial scan in input order would: the
+// first region with a bad bound, else the earliest second occurrence of an id.
+TEST(DdmMatch, ValidationOfLargeSetsReportsTheFirstProblem) {
+  const std::size_t n = 40000;
+  RegionSet<std::uint64_t> s;
+  s.dims = 2;
+  for (std::size_t i = 0; i < n; ++i) s.ids.push_back(1000 + ((i * 7919) % n));  // unique, unsorted
+  s.lower.assign(2 * n, 1);
+  s.upper.assign(2 * n, 2);
+  const RegionSet<std::uint64_t> u{2, {1}, {0, 0}, {5, 5}};
+  EXPECT_EQ(count_pairs(view(s), view(u), {}).pairs, n);
+  auto message = [&](const RegionSet<std::uint64_t>& bad) {
+    try {
+      validate(view(bad), view(u));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  RegionSet<std::uint64_t> dup = s;
+  dup.ids[300] = 7;
+  dup.ids[100] = 7;  // 7 occurs at 100 and 300
+  dup.ids[200] = 5;
+  dup.ids[30000] = 5;  // 5 at 200 and 30000: 7's repeat (300) comes first
+  EXPECT_EQ(message(dup), "S region 7: duplicate id");
+  dup.upper[n + 39000] = 0;  // region 39000, dimension 1: lower 1 > upper 0, reported first
+  EXPECT_NE(message(dup).find("S region " + std::to_string(dup.ids[39000]) + ", dimension 1"), std::string::npos)
+      << message(dup);
+  RegionSet<std::uint64_t> sorted = s;
+  std::sort(sorted.ids.begin(), sorted.ids.end());
+  sorted.ids[n - 1] = sorted.ids[n - 2];  // sorted but for the last: not strictly increasing
+  EXPECT_EQ(message(sorted), "S region " + std::to_string(sorted.ids[n - 1]) + ": duplicate id");
+}
+
 }  // namespace
 }  // namespace simkit::ddm
