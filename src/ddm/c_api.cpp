@@ -91,6 +91,9 @@ simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
   } catch (const Failure& e) {
     set_error(m, e.what());
     return e.status();
+  } catch (const simkit::ddm::DeviceMemoryError& e) {
+    set_error(m, e.what());
+    return SIMKIT_DDM_OUT_OF_MEMORY;
   } catch (const UserError& e) {
     set_error(m, e.what());
     return SIMKIT_DDM_BAD_INPUT;

@@ -37,7 +37,7 @@ typedef enum simkit_ddm_status {
   SIMKIT_DDM_BAD_INPUT = 1,     /* a NULL pointer, an option out of range, invalid regions */
   SIMKIT_DDM_UNAVAILABLE = 2,   /* cuda was asked for (backend, or algorithm GPU/BITMATRIX) and this build,
                                    machine or device index cannot provide it */
-  SIMKIT_DDM_OUT_OF_MEMORY = 3, /* host memory ran out */
+  SIMKIT_DDM_OUT_OF_MEMORY = 3, /* host memory ran out, or the sets do not fit in device memory */
   SIMKIT_DDM_CANCELLED = 4,     /* the pair callback returned non-zero */
   SIMKIT_DDM_INTERNAL = 5       /* a failure inside simkit (e.g. a CUDA error) */
 } simkit_ddm_status;

@@ -344,9 +344,9 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     const double need = static_cast<double>(ns + nu) * (4.0 * sizeof(T) * static_cast<double>(dims) + 2.0 * sizeof(T) +
                                                         3.0 * sizeof(Index) + 4.0 + 16.0);
     if (need > 0.9 * static_cast<double>(free)) {
-      throw UserError("--algorithm gpu: " + std::to_string(ns + nu) + " regions need about " +
-                      std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB of device memory and " +
-                      std::to_string(free >> 20) + " MiB are free; use --backend cpu");
+      throw DeviceMemoryError("--algorithm gpu: " + std::to_string(ns + nu) + " regions need about " +
+                              std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB of device memory and " +
+                              std::to_string(free >> 20) + " MiB are free; use the cpu backend");
     }
   }
   Clock::time_point t = Clock::now();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/error.hpp"
 
 namespace simkit::ddm {
 
@@ -50,6 +51,13 @@ template <class T>
 RegionView<T> view(const RegionSet<T>& r) {
   return RegionView<T>{r.dims, r.size(), r.ids.data(), r.lower.data(), r.upper.data()};
 }
+
+// The sets do not fit in the device's memory (the GPU matcher checks before it allocates). A
+// UserError, so the CLI exits with code 2; the C API returns SIMKIT_DDM_OUT_OF_MEMORY.
+class DeviceMemoryError : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 // An intersecting pair: positions in the subscription and update sets (ids: s.ids[s], u.ids[u]).
 struct Match {
