@@ -23,10 +23,7 @@ using namespace simkit::ddm;
 // algorithm (an Algorithm value; 0 = Auto: the backend's own).
 void BM_Ddm(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
-  if (backend == Backend::Cuda && !cuda_status().usable) {
-    state.SkipWithError("no usable CUDA device");
-    return;
-  }
+  if (skip_without_cuda(state, backend)) return;
   const auto n = static_cast<std::uint64_t>(state.range(1));
   const int dims = static_cast<int>(state.range(2));
   const double alpha = static_cast<double>(state.range(3));

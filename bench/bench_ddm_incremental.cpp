@@ -99,10 +99,7 @@ std::vector<Change<double>> make_batch(const IncrementalMatcher<double>& m, std:
 // Args: backend (2 cpu, 3 cuda), N, dims, alpha, regions moved per batch in per mille of N.
 void BM_DdmIncremental(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
-  if (backend == Backend::Cuda && !cuda_status().usable) {
-    state.SkipWithError("no usable CUDA device");
-    return;
-  }
+  if (skip_without_cuda(state, backend)) return;
   const auto n = static_cast<std::uint64_t>(state.range(1));
   const int dims = static_cast<int>(state.range(2));
   const double alpha = static_cast<double>(state.range(3));

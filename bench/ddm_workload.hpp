@@ -3,12 +3,15 @@
 // exactly the same regions: N extents split evenly into subscriptions and updates, space length
 // L = 10^6 per dimension, overlapping degree alpha, `volume` sides L (alpha / N)^(1/d), lower
 // bounds uniform in [0, L - side]; doubles. Bench-only (not part of the ddm library).
+#include <benchmark/benchmark.h>
+
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <tuple>
 #include <utility>
 
+#include "core/cuda_info.hpp"
 #include "core/rng.hpp"
 #include "ddm/ddm.hpp"
 
@@ -49,6 +52,13 @@ inline const std::pair<RegionSet<double>, RegionSet<double>>& workload(std::uint
              .first;
   }
   return it->second;
+}
+
+// Marks a cuda case skipped (and returns true) when no CUDA device is usable.
+inline bool skip_without_cuda(benchmark::State& state, Backend backend) {
+  if (backend != Backend::Cuda || cuda_status().usable) return false;
+  state.SkipWithError("no usable CUDA device");
+  return true;
 }
 
 }  // namespace simkit::ddm

@@ -10,6 +10,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -132,6 +133,14 @@ RegionView<T> region_view(char set, int dims, std::size_t n, const std::uint64_t
     if (upper == nullptr) throw null("upper");
   }
   return RegionView<T>{dims, n, ids, lower, upper};
+}
+
+// The C enumerator value v as table[v], or BAD_INPUT naming what was expected.
+template <class E, std::size_t N>
+E from_c(int v, const E (&table)[N], std::string_view what, std::string_view expected) {
+  if (v < 0 || v >= static_cast<int>(N))
+    throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("{} {}: expected {}", what, v, expected));
+  return table[v];
 }
 
 // UNAVAILABLE rather than BAD_INPUT when cuda is asked for and cannot be had.
@@ -337,45 +346,19 @@ simkit_ddm_status simkit_ddm_last_report(const simkit_ddm_matcher* matcher, simk
 
 simkit_ddm_status simkit_ddm_set_rule(simkit_ddm_matcher* matcher, simkit_ddm_rule rule) {
   return guarded(matcher, [&] {
-    switch (static_cast<int>(rule)) {
-      case SIMKIT_DDM_RULE_IEEE1516:
-        matcher->options.rule = Rule::Ieee1516;
-        break;
-      case SIMKIT_DDM_RULE_HALF_OPEN:
-        matcher->options.rule = Rule::HalfOpen;
-        break;
-      case SIMKIT_DDM_RULE_CLOSED:
-        matcher->options.rule = Rule::Closed;
-        break;
-      default:
-        throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("rule {}: expected SIMKIT_DDM_RULE_IEEE1516 (0), "
-                                                        "SIMKIT_DDM_RULE_HALF_OPEN (1) or SIMKIT_DDM_RULE_CLOSED (2)",
-                                                        static_cast<int>(rule)));
-    }
+    static constexpr Rule kRules[] = {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed};
+    matcher->options.rule = from_c(static_cast<int>(rule), kRules, "rule",
+                                   "SIMKIT_DDM_RULE_IEEE1516 (0), SIMKIT_DDM_RULE_HALF_OPEN (1) or "
+                                   "SIMKIT_DDM_RULE_CLOSED (2)");
     return SIMKIT_DDM_OK;
   });
 }
 
 simkit_ddm_status simkit_ddm_set_backend(simkit_ddm_matcher* matcher, simkit_ddm_backend backend) {
   return guarded(matcher, [&] {
-    switch (static_cast<int>(backend)) {
-      case SIMKIT_DDM_BACKEND_AUTO:
-        matcher->options.backend = Backend::Auto;
-        break;
-      case SIMKIT_DDM_BACKEND_REFERENCE:
-        matcher->options.backend = Backend::Reference;
-        break;
-      case SIMKIT_DDM_BACKEND_CPU:
-        matcher->options.backend = Backend::Cpu;
-        break;
-      case SIMKIT_DDM_BACKEND_CUDA:
-        matcher->options.backend = Backend::Cuda;
-        break;
-      default:
-        throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("backend {}: expected 0 (auto), 1 (reference), 2 (cpu) or "
-                                                        "3 (cuda)",
-                                                        static_cast<int>(backend)));
-    }
+    static constexpr Backend kBackends[] = {Backend::Auto, Backend::Reference, Backend::Cpu, Backend::Cuda};
+    matcher->options.backend =
+        from_c(static_cast<int>(backend), kBackends, "backend", "0 (auto), 1 (reference), 2 (cpu) or 3 (cuda)");
     return SIMKIT_DDM_OK;
   });
 }
@@ -385,11 +368,7 @@ simkit_ddm_status simkit_ddm_set_algorithm(simkit_ddm_matcher* matcher, simkit_d
     static constexpr Algorithm kAlgorithms[] = {Algorithm::Auto,      Algorithm::BruteForce,   Algorithm::Grid,
                                                 Algorithm::Sbm,       Algorithm::IntervalTree, Algorithm::Parallel,
                                                 Algorithm::BitMatrix, Algorithm::Gpu};
-    const int a = static_cast<int>(algorithm);
-    if (a < SIMKIT_DDM_ALGORITHM_AUTO || a > SIMKIT_DDM_ALGORITHM_GPU) {
-      throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("algorithm {}: expected 0 (auto) to 7 (gpu)", a));
-    }
-    matcher->options.algorithm = kAlgorithms[a];
+    matcher->options.algorithm = from_c(static_cast<int>(algorithm), kAlgorithms, "algorithm", "0 (auto) to 7 (gpu)");
     return SIMKIT_DDM_OK;
   });
 }

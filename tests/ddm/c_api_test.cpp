@@ -368,6 +368,11 @@ TEST(DdmCApi, NullPointers) {
     EXPECT_NE(message.find(word), std::string::npos) << message;
     EXPECT_NE(message.find("NULL"), std::string::npos) << message;
   };
+  // An enumerator value out of range (a C caller can pass any int; in C++ only values within the
+  // enumeration's bit range are expressible, and rule 3 is one).
+  EXPECT_EQ(simkit_ddm_set_rule(m, static_cast<simkit_ddm_rule>(3)), SIMKIT_DDM_BAD_INPUT);
+  EXPECT_NE(std::string(simkit_ddm_last_error(m)).find("rule 3: expected"), std::string::npos)
+      << simkit_ddm_last_error(m);
   expect_null(simkit_ddm_count_pairs_f64(m, 1, 2, nullptr, lo, hi, 2, ids, lo, hi, &count), "s_ids");
   expect_null(simkit_ddm_count_pairs_f64(m, 1, 2, ids, nullptr, hi, 2, ids, lo, hi, &count), "s_lower");
   expect_null(simkit_ddm_count_pairs_f64(m, 1, 2, ids, lo, hi, 2, ids, lo, nullptr, &count), "u_upper");
