@@ -35,8 +35,10 @@ struct AngioArgs {
   // hybrid model
   int replicates = 1;
   bool replicates_given = false;
-  std::optional<double> psi, reach_x;
+  std::optional<double> psi, reach_x, branch_density;
   std::optional<int> sprouts, max_tips;
+  std::string sensitivity, anastomosis, fork, uptake, daughter, branch_probability, sprouts_at, weights;
+  bool back_steps = false;
 };
 
 template <class E>
@@ -83,10 +85,48 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   p.grid.h = a.h.value_or(cfg.h.value_or(1.0 / (p.grid.nx - 1)));
   if (!a.initial.empty())
     p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
-  if (a.psi) p.hybrid.psi = *a.psi;
-  if (a.reach_x) p.hybrid.reach_x = *a.reach_x;
-  if (a.sprouts) p.hybrid.sprouts = *a.sprouts;
-  if (a.max_tips) p.hybrid.max_tips = *a.max_tips;
+  if (!a.sensitivity.empty()) {
+    p.model.sensitivity =
+        parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, "receptor or constant");
+  }
+  HybridParams& h = p.hybrid;
+  if (a.psi) h.psi = *a.psi;
+  if (a.reach_x) h.reach_x = *a.reach_x;
+  if (a.max_tips) h.max_tips = *a.max_tips;
+  if (a.branch_density) h.branch_density = *a.branch_density;
+  if (!a.anastomosis.empty()) {
+    const AnastomosisChoice c = parse_choice(parse_anastomosis(a.anastomosis), "--anastomosis", a.anastomosis,
+                                             "other, other-active, any or window:N (N >= 1)");
+    h.anastomosis = c.rule;
+    h.anastomosis_window = c.window;
+  }
+  if (!a.fork.empty()) {
+    if (a.fork != "fuse" && a.fork != "pass") throw UserError(fmt::format("--fork {}: expected fuse or pass", a.fork));
+    h.fork_passes = a.fork == "pass";
+  }
+  if (!a.uptake.empty()) h.uptake = parse_choice(parse_uptake(a.uptake), "--uptake", a.uptake, "trail or tip");
+  if (!a.daughter.empty()) {
+    h.daughter = parse_choice(parse_daughter(a.daughter), "--daughter", a.daughter, "weights or uniform");
+  }
+  if (!a.branch_probability.empty()) {
+    h.branch_always = parse_choice(parse_branch_always(a.branch_probability), "--branch-probability",
+                                   a.branch_probability, "table or one");
+  }
+  if (a.back_steps) h.back_steps = true;
+  if (!a.weights.empty()) {
+    h.weights = parse_choice(parse_weights(a.weights), "--weights", a.weights, "central or one-sided");
+  }
+  // --sprouts and --sprouts-at replace each other (and the config file's sprouts / sprouts_at).
+  if (a.sprouts && !a.sprouts_at.empty()) throw UserError("--sprouts and --sprouts-at: give one of them");
+  if (a.sprouts) {
+    h.sprouts = *a.sprouts;
+    h.sprouts_at.clear();
+  }
+  if (!a.sprouts_at.empty()) {
+    h.sprouts_at = parse_choice(parse_sprouts_at(a.sprouts_at), "--sprouts-at", a.sprouts_at,
+                                "comma-separated y values (box fractions), or y:z pairs in 3D");
+    h.sprouts = 0;
+  }
   if (cfg.t_max) p.hybrid.t_max = *cfg.t_max;
   if (a.t_max) p.hybrid.t_max = *a.t_max;
   if (!a.replicates_given && cfg.replicates) a.replicates = *cfg.replicates;
@@ -158,6 +198,16 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   result["replicates"] = a.replicates;
   result["backend"] = std::string(to_string(backend));
   result["seconds"] = seconds;
+  result["rules"] = {{"anastomosis", anastomosis_name(p.hybrid)},
+                     {"fork", p.hybrid.fork_passes ? "pass" : "fuse"},
+                     {"uptake", uptake_name(p.hybrid.uptake)},
+                     {"sensitivity", sensitivity_name(p.model.sensitivity)},
+                     {"branch_probability", p.hybrid.branch_always ? "one" : "table"},
+                     {"branch_density", p.hybrid.branch_density},
+                     {"daughter", daughter_name(p.hybrid.daughter)},
+                     {"back_steps", p.hybrid.back_steps},
+                     {"weights", weights_name(p.hybrid.weights)},
+                     {"psi", p.hybrid.psi}};
   write_file_atomic(out / "result.json", result.dump(2) + "\n");
 
   RunSummary summary;
@@ -187,8 +237,12 @@ int run_angio(AngioArgs& a) {
   const std::string model = a.model.empty() ? cfg.model.value_or("continuous") : a.model;
   if (model == "hybrid") return run_hybrid(a, cfg);
   if (model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", model));
-  if (a.replicates_given || a.psi || a.reach_x || a.sprouts || a.max_tips) {
-    throw UserError("--replicates, --psi, --reach-x, --sprouts and --max-tips belong to --model hybrid");
+  if (a.replicates_given || a.psi || a.reach_x || a.sprouts || a.max_tips || a.branch_density ||
+      !a.anastomosis.empty() || !a.fork.empty() || !a.uptake.empty() || !a.daughter.empty() || !a.branch_probability.empty() ||
+      !a.sprouts_at.empty() || !a.weights.empty() || a.back_steps) {
+    throw UserError(
+        "--replicates, --psi, --reach-x, --sprouts, --sprouts-at, --max-tips, --anastomosis, --fork, --uptake, --daughter, "
+        "--branch-probability, --branch-density, --weights and --back-steps belong to --model hybrid");
   }
   if (cfg.hybrid_given) throw UserError(fmt::format("{}: [hybrid] belongs to model = \"hybrid\"", cfg.source));
   if (!a.restart.empty()) {
@@ -212,6 +266,10 @@ int run_angio(AngioArgs& a) {
   } else {
     Problem& p = s.problem;
     p.model = cfg.parameters;
+    if (!a.sensitivity.empty()) {
+      p.model.sensitivity =
+          parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, "receptor or constant");
+    }
     p.initial = cfg.initial;
     if (cfg.taf) p.initial.taf = *cfg.taf;
     if (!a.initial.empty())
@@ -359,6 +417,25 @@ void add_angio_command(CLI::App& app, Action& action) {
   run->add_option("--sprouts", a->sprouts, "Hybrid: initial tips on the parent vessel (default: one per n maximum)");
   run->add_option("--max-tips", a->max_tips, "Hybrid: cap on active tips (default 100000)");
   run->add_option("--reach-x", a->reach_x, "Hybrid: stop when a sprout reaches this fraction of the box (0.95)");
+  run->add_option("--sprouts-at", a->sprouts_at,
+                  "Hybrid: initial tips at these y (box fractions, comma-separated; y:z pairs in 3D)");
+  run->add_option("--anastomosis", a->anastomosis,
+                  "Hybrid: fuse with other (default: another sprout or the vessel), other-active (Angio_TDA), any "
+                  "(own trail too), window:N (own trail beyond the last N positions)");
+  run->add_option("--fork", a->fork,
+                  "Hybrid: a tip meeting its parent's or daughter's sprout within psi of their branch: fuse or pass");
+  run->add_option("--uptake", a->uptake, "Hybrid: c and f change on the whole trail (default) or at the tips only");
+  run->add_option("--branch-probability", a->branch_probability,
+                  "Hybrid: table (P_n(c), default) or one (always, once the other conditions hold)");
+  run->add_option("--branch-density", a->branch_density,
+                  "Hybrid: branch only when occupied neighbours (Moore, tip included) > this / c (default 0: off)");
+  run->add_option("--daughter", a->daughter,
+                  "Hybrid: a branch's new tip on a free neighbour drawn with the move weights (default) or uniformly");
+  run->add_option("--weights", a->weights,
+                  "Hybrid: move probabilities from A&C's central differences (default) or Angio_TDA's one-sided ones");
+  run->add_flag("--back-steps", a->back_steps, "Hybrid: tips may step back onto the node they came from");
+  run->add_option("--sensitivity", a->sensitivity,
+                  "Chemotactic sensitivity: receptor (chi0 / (1 + alpha c), default) or constant (chi0)");
   run->add_option("--grid", a->grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
       ->delimiter(',')
       ->expected(3);
@@ -379,7 +456,8 @@ void add_angio_command(CLI::App& app, Action& action) {
   run->add_flag("--no-quicklook", a->no_quicklook, "Skip slice.png, mip_n.png and slice.svg");
   add_common_run_options(*run, a->common);
   run->callback([&action, a, run] {
-    for (const char* flag : {"--grid", "--h", "--dt", "--precision", "--form", "--initial", "--initial-file"})
+    for (const char* flag : {"--grid", "--h", "--dt", "--precision", "--form", "--initial", "--initial-file",
+                             "--sensitivity"})
       if (run->count(flag) > 0) a->given_physics.push_back(flag);
     a->replicates_given = run->count("--replicates") > 0;
     action = [a] { return run_angio(*a); };

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "core/error.hpp"
@@ -26,6 +28,101 @@ std::optional<InitialTaf> parse_taf(std::string_view text) {
   if (text == "linear") return InitialTaf::Linear;
   if (text == "tumour" || text == "tumor") return InitialTaf::Tumour;
   return std::nullopt;
+}
+
+std::optional<Sensitivity> parse_sensitivity(std::string_view text) {
+  if (text == "receptor") return Sensitivity::Receptor;
+  if (text == "constant") return Sensitivity::Constant;
+  return std::nullopt;
+}
+const char* sensitivity_name(Sensitivity s) { return s == Sensitivity::Constant ? "constant" : "receptor"; }
+
+std::optional<AnastomosisChoice> parse_anastomosis(std::string_view text) {
+  if (text == "other") return AnastomosisChoice{AnastomosisRule::Other, 10};
+  if (text == "other-active") return AnastomosisChoice{AnastomosisRule::OtherActive, 10};
+  if (text == "any") return AnastomosisChoice{AnastomosisRule::Any, 10};
+  constexpr std::string_view prefix = "window:";
+  if (text.substr(0, prefix.size()) == prefix) {
+    const std::string_view digits = text.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    const int n = std::stoi(std::string(digits));
+    if (n < 1) return std::nullopt;
+    return AnastomosisChoice{AnastomosisRule::Window, n};
+  }
+  return std::nullopt;
+}
+std::string anastomosis_name(const HybridParams& h) {
+  switch (h.anastomosis) {
+    case AnastomosisRule::Other:
+      return "other";
+    case AnastomosisRule::OtherActive:
+      return "other-active";
+    case AnastomosisRule::Any:
+      return "any";
+    case AnastomosisRule::Window:
+      return fmt::format("window:{}", h.anastomosis_window);
+  }
+  return "?";
+}
+std::optional<Uptake> parse_uptake(std::string_view text) {
+  if (text == "trail") return Uptake::Trail;
+  if (text == "tip") return Uptake::Tip;
+  return std::nullopt;
+}
+const char* uptake_name(Uptake u) { return u == Uptake::Tip ? "tip" : "trail"; }
+std::optional<DaughterPlacement> parse_daughter(std::string_view text) {
+  if (text == "weights") return DaughterPlacement::Weights;
+  if (text == "uniform") return DaughterPlacement::Uniform;
+  return std::nullopt;
+}
+const char* daughter_name(DaughterPlacement d) { return d == DaughterPlacement::Uniform ? "uniform" : "weights"; }
+std::optional<bool> parse_branch_always(std::string_view text) {
+  if (text == "table") return false;
+  if (text == "one") return true;
+  return std::nullopt;
+}
+
+std::optional<MoveWeights> parse_weights(std::string_view text) {
+  if (text == "central") return MoveWeights::Central;
+  if (text == "one-sided") return MoveWeights::OneSided;
+  return std::nullopt;
+}
+const char* weights_name(MoveWeights w) { return w == MoveWeights::OneSided ? "one-sided" : "central"; }
+
+std::optional<std::vector<SproutPosition>> parse_sprouts_at(std::string_view text) {
+  std::vector<SproutPosition> out;
+  const auto number = [](std::string_view t) -> std::optional<double> {
+    const std::string s(t);
+    if (s.empty() || s.size() > 64) return std::nullopt;
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (used != s.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+  };
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, end - start);
+    const std::size_t colon = item.find(':');
+    const auto y = number(item.substr(0, colon));
+    if (!y) return std::nullopt;
+    SproutPosition p(*y);
+    if (colon != std::string_view::npos) {
+      const auto z = number(item.substr(colon + 1));
+      if (!z) return std::nullopt;
+      p.z = *z;
+    }
+    out.push_back(p);
+    start = end + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -154,6 +251,12 @@ ConfigFile read_config(const std::filesystem::path& path) {
       for (auto&& [pk, pn] : r.table(key, node, k)) {
         const std::string_view p = pk.str();
         const std::string field = fmt::format("parameters.{}", p);
+        if (p == "sensitivity") {
+          const auto v = parse_sensitivity(toml_util::string(pn, field, r.file));
+          if (!v) r.fail(pk, pn, field, "expected \"receptor\" (chi0 / (1 + alpha c)) or \"constant\" (chi0)");
+          m.sensitivity = *v;
+          continue;
+        }
         double* target = p == "D"       ? &m.diffusion
                          : p == "chi0"  ? &m.chemotaxis
                          : p == "alpha" ? &m.chemo_saturation
@@ -163,7 +266,7 @@ ConfigFile read_config(const std::filesystem::path& path) {
                          : p == "eta"   ? &m.taf_uptake
                          : p == "D_c"   ? &m.taf_diffusion
                                         : nullptr;
-        if (!target) r.unknown(pk, pn, "parameters", "D, chi0, alpha, rho, beta, gamma, eta, D_c");
+        if (!target) r.unknown(pk, pn, "parameters", "D, chi0, alpha, rho, beta, gamma, eta, D_c, sensitivity");
         *target = r.non_negative(pk, pn, field);
       }
     } else if (k == "initial") {
@@ -228,8 +331,57 @@ ConfigFile read_config(const std::filesystem::path& path) {
             }
             h.branching.push_back(rule);
           }
+        } else if (name == "branch_probability") {
+          const auto v = parse_branch_always(toml_util::string(hn, field, r.file));
+          if (!v) r.fail(hk, hn, field, "expected \"table\" (P_n(c) from the branching table) or \"one\"");
+          h.branch_always = *v;
+        } else if (name == "branch_density") {
+          h.branch_density = r.non_negative(hk, hn, field);
+        } else if (name == "daughter") {
+          const auto v = parse_daughter(toml_util::string(hn, field, r.file));
+          if (!v) r.fail(hk, hn, field, "expected \"weights\" or \"uniform\"");
+          h.daughter = *v;
+        } else if (name == "anastomosis") {
+          const auto v = parse_anastomosis(toml_util::string(hn, field, r.file));
+          if (!v) r.fail(hk, hn, field, "expected \"other\", \"other-active\", \"any\" or \"window:N\" (N >= 1)");
+          h.anastomosis = v->rule;
+          h.anastomosis_window = v->window;
+        } else if (name == "fork") {
+          const std::string v = toml_util::string(hn, field, r.file);
+          if (v != "fuse" && v != "pass") r.fail(hk, hn, field, "expected \"fuse\" or \"pass\"");
+          h.fork_passes = v == "pass";
+        } else if (name == "uptake") {
+          const auto v = parse_uptake(toml_util::string(hn, field, r.file));
+          if (!v) r.fail(hk, hn, field, "expected \"trail\" or \"tip\"");
+          h.uptake = *v;
+        } else if (name == "weights") {
+          const auto v = parse_weights(toml_util::string(hn, field, r.file));
+          if (!v) r.fail(hk, hn, field, "expected \"central\" (A&C) or \"one-sided\" (Angio_TDA)");
+          h.weights = *v;
+        } else if (name == "back_steps") {
+          h.back_steps = toml_util::boolean(hn, field, r.file);
+        } else if (name == "sprouts_at") {
+          // [y1, y2, ...] or [[y1, z1], ...], box fractions in [0, 1]
+          const toml::array* items = hn.as_array();
+          if (!items || items->empty()) r.fail(hk, hn, field, "expected an array of y values or of [y, z] pairs");
+          h.sprouts_at.clear();
+          for (const toml::node& item : *items) {
+            SproutPosition at;
+            if (const toml::array* pair = item.as_array()) {
+              if (pair->size() != 2) r.fail(hk, hn, field, "expected an array of y values or of [y, z] pairs");
+              at = SproutPosition(toml_util::number(*pair->get(0), field, r.file),
+                                  toml_util::number(*pair->get(1), field, r.file));
+              if (!(at.z >= 0 && at.z <= 1)) r.fail(hk, hn, field, fmt::format("z = {}: must lie in [0, 1]", at.z));
+            } else {
+              at = SproutPosition(toml_util::number(item, field, r.file));
+            }
+            if (!(at.y >= 0 && at.y <= 1)) r.fail(hk, hn, field, fmt::format("y = {}: must lie in [0, 1]", at.y));
+            h.sprouts_at.push_back(at);
+          }
         } else {
-          r.unknown(hk, hn, "hybrid", "replicates, psi, sprouts, max_tips, reach_x, branching");
+          r.unknown(hk, hn, "hybrid",
+                    "replicates, psi, sprouts, sprouts_at, max_tips, reach_x, branching, branch_probability, "
+                    "branch_density, daughter, anastomosis, fork, uptake, weights, back_steps");
         }
       }
     } else {

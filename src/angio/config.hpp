@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "angio/angio.hpp"
 #include "angio/hybrid.hpp"
@@ -39,5 +41,30 @@ ConfigFile read_config(const std::filesystem::path& path);
 std::optional<Form> parse_form(std::string_view text);
 std::optional<Precision> parse_precision(std::string_view text);
 std::optional<InitialTaf> parse_taf(std::string_view text);
+// "receptor" | "constant".
+std::optional<Sensitivity> parse_sensitivity(std::string_view text);
+
+// The hybrid model's rule choices by name (config keys and flags), and back (result.json):
+// anastomosis "other" | "other-active" | "any" | "window:N" (N >= 1 positions), uptake "trail" |
+// "tip", daughter "weights" | "uniform", branch probability "table" | "one".
+struct AnastomosisChoice {
+  AnastomosisRule rule = AnastomosisRule::Other;
+  int window = 10;
+};
+std::optional<AnastomosisChoice> parse_anastomosis(std::string_view text);
+std::optional<Uptake> parse_uptake(std::string_view text);
+std::optional<DaughterPlacement> parse_daughter(std::string_view text);
+std::optional<bool> parse_branch_always(std::string_view text);
+// "central" | "one-sided"
+std::optional<MoveWeights> parse_weights(std::string_view text);
+const char* weights_name(MoveWeights w);
+std::string anastomosis_name(const HybridParams& h);
+const char* uptake_name(Uptake u);
+const char* daughter_name(DaughterPlacement d);
+const char* sensitivity_name(Sensitivity s);
+
+// "--sprouts-at" text: comma-separated y values, or y:z pairs in 3D (box fractions). nullopt when
+// an entry is not a number or a pair of numbers.
+std::optional<std::vector<SproutPosition>> parse_sprouts_at(std::string_view text);
 
 }  // namespace simkit::angio

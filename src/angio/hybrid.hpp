@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "angio/angio.hpp"
+#include "angio/hybrid_rules.hpp"
 #include "core/backend.hpp"
 
 namespace simkit::angio {
@@ -21,11 +22,36 @@ struct BranchRule {
   constexpr BranchRule(double c, double p) : c_upto(c), probability(p) {}
 };
 
+// An initial tip's place on the parent vessel's face, in box fractions: y, and z in 3D (not given:
+// the mid-plane z = 0.5).
+struct SproutPosition {
+  static constexpr double kMidPlane = -1;  // z not given
+  double y = 0, z = kMidPlane;
+  SproutPosition() = default;
+  constexpr SproutPosition(double y_, double z_ = kMidPlane) : y(y_), z(z_) {}
+  double z_or_mid_plane() const { return z == kMidPlane ? 0.5 : z; }
+};
+
 struct HybridParams {
   double psi = 0.5;  // a sprout may branch once older than psi (time since born or last branched)
   std::vector<BranchRule> branching = {
       {0.25, 0.0}, {0.45, 0.2}, {0.6, 0.3}, {0.68, 0.4}, {std::numeric_limits<double>::infinity(), 1.0}};
-  int sprouts = 0;        // initial tips on the parent vessel (0: one per maximum of the initial n)
+  bool branch_always = false;  // branching probability 1 instead of the P_n(c) table (Angio_TDA)
+  // Branching density condition (A&C's n > n_b ~ 1/c): a tip branches only when the occupied nodes
+  // of its Moore neighbourhood (3^dims nodes, itself included) number more than branch_density / c.
+  // 0: off.
+  double branch_density = 0;
+  DaughterPlacement daughter = DaughterPlacement::Weights;
+  MoveWeights weights = MoveWeights::Central;
+  AnastomosisRule anastomosis = AnastomosisRule::Other;
+  int anastomosis_window = 10;  // AnastomosisRule::Window: own-trail positions passed over (N)
+  // A tip meeting its parent's or its daughter's sprout within psi of their branch passes over it
+  // instead of fusing (docs/angio.md, "The parent-daughter artefact").
+  bool fork_passes = true;
+  Uptake uptake = Uptake::Trail;
+  bool back_steps = false;  // may a tip step back onto the node it came from (Angio_TDA: yes)
+  int sprouts = 0;          // initial tips on the parent vessel (0: one per maximum of the initial n)
+  std::vector<SproutPosition> sprouts_at;  // explicit initial tips (then `sprouts` is ignored)
   int max_tips = 100000;  // no branching while this many tips are active (the initial sprouts are not capped)
   double reach_x = 0.95;  // stop when a sprout reaches x >= reach_x (fraction of the box)
   double t_max = 20;      // or at this time
@@ -41,18 +67,22 @@ struct HybridProblem {
 
 struct Segment {
   std::int64_t from = 0, to = 0;  // node indices (adjacent nodes)
-  std::int32_t birth_step = 0;    // the step that made it (0 for the initial sprouts' first segment)
+  std::int32_t birth_step = 0;    // the step that made it, plus 1 (0 for the initial sprouts' first segment)
   std::int32_t generation = 0;    // branch generation of the sprout it belongs to
+  std::int32_t sprout = 0;        // the sprout (tip id) it belongs to
+  SegmentKind kind = SegmentKind::Move;
   Segment() = default;
-  constexpr Segment(std::int64_t f, std::int64_t t, std::int32_t birth, std::int32_t gen)
-      : from(f), to(t), birth_step(birth), generation(gen) {}
+  constexpr Segment(std::int64_t f, std::int64_t t, std::int32_t birth, std::int32_t gen, std::int32_t tip,
+                    SegmentKind k)
+      : from(f), to(t), birth_step(birth), generation(gen), sprout(tip), kind(k) {}
 };
 
 struct MetricsRow {
   std::int64_t step = 0;
   double t = 0;
   std::int64_t tips = 0, sprouts = 0, branches = 0, anastomoses = 0;
-  double length = 0;  // total segment length (segments x h)
+  std::int64_t anastomoses_by_kind[kFusionKinds] = {0, 0, 0, 0};  // by FusionKind
+  double length = 0;  // vessel length: distinct lattice edges of the network x h (parent vessel excluded)
   double front = 0;   // largest x reached by a sprout
 };
 
@@ -62,12 +92,15 @@ struct Realisation {
   bool reached = false;
   double reach_time = 0;  // when `reached`
   std::int64_t branches = 0, anastomoses = 0, sprouts = 0;
+  std::int64_t anastomoses_by_kind[kFusionKinds] = {0, 0, 0, 0};  // by FusionKind
+  std::int64_t passes = 0;                    // moves onto an occupied node that did not fuse
   std::int64_t moves = 0, clipped_draws = 0;  // move draws, and those where a negative P was clipped
   std::vector<Segment> segments;
   std::vector<MetricsRow> metrics;               // after every step (row 0: the initial state)
   std::vector<std::int64_t> occupied;            // every other occupied node, in occupation order
   std::vector<std::int64_t> branch_points;       // nodes where a branch started
   std::vector<std::int64_t> anastomosis_points;  // nodes where a tip fused with a vessel or sprout
+  std::vector<FusionKind> anastomosis_kinds;     // their kinds, in the same order
   std::vector<std::int64_t> active_tip_nodes;    // at the end
   std::vector<double> final_c;  // D_c > 0: the c field at the end (of realisation 0 only, in an ensemble)
 };

@@ -31,7 +31,6 @@ namespace simkit::angio::detail::hybrid_cuda {
 namespace {
 
 enum Draw : std::uint32_t { kDrawMove = 0, kDrawBranch = 1, kDrawBranchDirection = 2 };  // = HybridPurpose
-enum Kind : unsigned char { kSprout = 0, kMove = 1, kAnastomosis = 2, kBranch = 3 };     // = SegmentKind
 constexpr unsigned kFull = 0xffffffffu;
 
 struct Params {
@@ -42,6 +41,7 @@ struct Params {
   long long max_tips;
   int rules;
   double rule_c[kMaxRules], rule_p[kMaxRules];
+  RuleSet rule;
   int sprouts;
   const long long* sprout_node;
   const long long* sprout_previous;
@@ -63,14 +63,24 @@ struct State {
   int count_active, overflow, finished, stepped;
 };
 
+// Per occupied node (a hash slot with D_c = 0, the node itself with D_c > 0): the step it was
+// occupied in plus 1, its owner (the sprout whose tip last stepped on it, or kVesselOwner) and that
+// tip's path position there; with Uptake::Tip also its updates so far and whether a tip is on it.
 struct Work {
   long long* hash_key;  // D_c = 0: node + 1; 0: empty
-  int* since;           // D_c = 0: per hash slot; D_c > 0: per node (0: free, else occupation step + 1)
-  double* c;            // D_c > 0: two fields per realisation, the current one is c[step & 1]
+  int* since;
+  int* owner;
+  int* position;
+  int* count;              // Uptake::Tip
+  unsigned char* present;  // Uptake::Tip
+  double* c;               // D_c > 0: two fields per realisation, the current one is c[step & 1]
   long long* tip_node;
   long long* tip_previous;
   long long* tip_age;
   int* tip_generation;
+  int* tip_parent;
+  int* tip_birth;
+  int* tip_position;
   unsigned char* tip_active;
   int* active;  // active tip ids, ascending
   signed char* move;
@@ -78,6 +88,7 @@ struct Work {
   long long* log_to;
   int* log_birth;
   int* log_generation;
+  int* log_tip;
   unsigned char* log_kind;
   State* state;
 };
@@ -91,46 +102,89 @@ __device__ inline unsigned long long mix(unsigned long long x) {
   return x;
 }
 
-// One realisation's view of its occupation table and of c and f. kFields: D_c > 0 (dense
-// occupation steps and its own c field at `step`), else a hash table and closed forms.
+// One realisation's view of its occupation table and of c and f. kFields: D_c > 0 (dense tables
+// and its own c field at `step`), else a hash table and closed forms.
 template <bool kFields>
 struct Realm {
   const Params* p;
   long long* key;
   int* since_of;
+  int* owner_of;
+  int* position_of;
+  int* count_of;
+  unsigned char* present_of;
   long long hash_mask;
   const double* c_now;  // kFields: c at the start of `step`
   long long step;
 
-  __device__ long long since(long long node) const {
-    if (node % p->nx == 0) return 1;  // the parent vessel (i = 0), occupied from the start
+  __device__ bool vessel(long long node) const { return node % p->nx == 0; }
+  // The node's slot, or -1 when it has none (free, or a parent-vessel node no tip has passed).
+  __device__ long long find(long long node) const {
     if constexpr (kFields) {
-      return since_of[node];
+      return (since_of[node] != 0 || owner_of[node] != kVesselOwner) ? node : -1;
     } else {
       long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
       for (;;) {
         const long long k = key[pos];
-        if (k == node + 1) return since_of[pos];
-        if (k == 0) return 0;
+        if (k == node + 1) return pos;
+        if (k == 0) return -1;
         pos = (pos + 1) & hash_mask;
       }
     }
   }
-  __device__ bool occupied(long long node) const { return since(node) != 0; }
-  // Lane 0 only; the node is free.
-  __device__ void occupy(long long node, long long at_step) const {
+  // Lane 0 only: the node's slot, made if it has none (`made` tells).
+  __device__ long long slot(long long node, bool& made) const {
+    long long at = find(node);
+    made = at < 0;
+    if (at >= 0) return at;
     if constexpr (kFields) {
-      since_of[node] = static_cast<int>(at_step + 1);
+      at = node;
     } else {
-      long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
-      while (key[pos] != 0) pos = (pos + 1) & hash_mask;
-      since_of[pos] = static_cast<int>(at_step + 1);
-      key[pos] = node + 1;
+      at = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
+      while (key[at] != 0) at = (at + 1) & hash_mask;
+      key[at] = node + 1;
+      since_of[at] = 0;
+      owner_of[at] = kVesselOwner;
+      position_of[at] = 0;
+      if (count_of) {
+        count_of[at] = 0;
+        present_of[at] = 0;
+      }
     }
+    return at;
   }
+  __device__ long long since(long long node) const {
+    if (vessel(node)) return 1;  // the parent vessel (i = 0), occupied from the start
+    const long long at = find(node);
+    return at < 0 ? 0 : since_of[at];
+  }
+  __device__ bool occupied(long long node) const { return since(node) != 0; }
+  __device__ int owner(long long node) const {
+    const long long at = find(node);
+    return at < 0 ? kVesselOwner : owner_of[at];
+  }
+  __device__ long long position(long long node) const {
+    const long long at = find(node);
+    return at < 0 ? 0 : position_of[at];
+  }
+  // How many updates of step (4) the node has had by the start of `at_step` (the current step, or
+  // the next one with the occupation and the tips as they stand).
   __device__ long long updates(long long node, long long at_step) const {
+    if (count_of) {
+      const long long at = find(node);
+      if (at < 0) return 0;
+      return count_of[at] + (at_step > step && present_of[at] ? 1 : 0);
+    }
     const long long s = since(node);
     return s == 0 ? 0 : at_step + 1 - s;
+  }
+  // Whether the node takes up c and produces f in step (4).
+  __device__ bool takes_up(long long node) const {
+    if (count_of) {
+      const long long at = find(node);
+      return at >= 0 && present_of[at] != 0;
+    }
+    return occupied(node);
   }
   __device__ void coordinates(long long node, int& i, int& j, int& l) const {
     const long long plane = static_cast<long long>(p->nx) * p->ny;
@@ -147,7 +201,7 @@ struct Realm {
       coordinates(node, i, j, l);
       return diffused_c(
           p->model, p->dt, p->h, p->nx, p->ny, p->nz, i, j, l, [this](int a, int b, int e) { return index(a, b, e); },
-          [this](long long id) { return c_now[id]; }, occupied(node));
+          [this](long long id) { return c_now[id]; }, takes_up(node));
     } else {
       return occupied_c(p->c0[node], p->dt, p->model.taf_uptake, updates(node, at_step));
     }
@@ -161,17 +215,24 @@ struct Realm {
     move_offset(d, di, dj, dl);
     return index(i + di, j + dj, l + dl);
   }
-  __device__ void weights(long long node, long long at_step, double w[7], bool inside[7]) const {
+  __device__ bool weights(long long node, long long at_step, double w[7], bool inside[7]) const {
     int i, j, l;
     coordinates(node, i, j, l);
-    tip_weights(
-        p->model, p->a, p->nx, p->ny, p->nz, i, j, l, [this](int a, int b, int e) { return index(a, b, e); },
-        [&](long long id) { return c(id, at_step); }, [&](long long id) { return f(id, at_step); }, w, inside);
+    return move_weights(
+        p->rule.weights, p->model, p->a, p->nx, p->ny, p->nz, i, j, l,
+        [this](int a, int b, int e) { return index(a, b, e); }, [&](long long id) { return c(id, at_step); },
+        [&](long long id) { return f(id, at_step); }, w, inside);
+  }
+  __device__ int crowding(long long node) const {
+    int i, j, l;
+    coordinates(node, i, j, l);
+    return moore_occupied(p->nx, p->ny, p->nz, i, j, l, [this](int a, int b, int e) { return occupied(index(a, b, e)); });
   }
 };
 
 __device__ double branch_probability(const Params& p, double c) {
   if (c != c) return 0.0;  // NaN: as the reference
+  if (p.rule.branch_always) return 1.0;
   for (int r = 0; r < p.rules; ++r)
     if (c <= p.rule_c[r]) return p.rule_p[r];
   return p.rules > 0 ? p.rule_p[p.rules - 1] : 0.0;
@@ -190,19 +251,27 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
   }
   const unsigned long long seed = p.seed + static_cast<unsigned long long>(p.which[warp]);
   const long long hash_size = 1LL << p.hash_bits;
-  Realm<kFields> realm{&p, nullptr, nullptr, hash_size - 1, nullptr, st.step};
-  if constexpr (kFields) {
-    realm.since_of = w.since + warp * p.nodes;
-  } else {
-    realm.key = w.hash_key + warp * hash_size;
-    realm.since_of = w.since + warp * hash_size;
-  }
+  const long long table = kFields ? p.nodes : hash_size;  // slots per realisation
+  const bool tip_uptake = p.rule.uptake == Uptake::Tip;
+  Realm<kFields> realm{&p,
+                       kFields ? nullptr : w.hash_key + warp * hash_size,
+                       w.since + warp * table,
+                       w.owner + warp * table,
+                       w.position + warp * table,
+                       tip_uptake ? w.count + warp * table : nullptr,
+                       tip_uptake ? w.present + warp * table : nullptr,
+                       hash_size - 1,
+                       nullptr,
+                       st.step};
   double* c_fields = kFields ? w.c + 2 * warp * p.nodes : nullptr;
   const long long tip_base = static_cast<long long>(warp) * p.tip_capacity;
   long long* tip_node = w.tip_node + tip_base;
   long long* tip_previous = w.tip_previous + tip_base;
   long long* tip_age = w.tip_age + tip_base;
   int* tip_generation = w.tip_generation + tip_base;
+  int* tip_parent = w.tip_parent + tip_base;
+  int* tip_birth = w.tip_birth + tip_base;
+  int* tip_position = w.tip_position + tip_base;
   unsigned char* tip_active = w.tip_active + tip_base;
   int* active = w.active + tip_base;
   signed char* move = w.move + tip_base;
@@ -211,8 +280,33 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
   long long* log_to = w.log_to + log_base;
   int* log_birth = w.log_birth + log_base;
   int* log_generation = w.log_generation + log_base;
+  int* log_tip = w.log_tip + log_base;
   unsigned char* log_kind = w.log_kind + log_base;
   const long long hash_limit = kFields ? p.nodes : hash_size / 2;  // a hash table at most half full
+  // Lane 0: one segment into the log (the caller checked the capacity).
+  auto record = [&](long long from, long long to, long long birth, int generation, int tip, SegmentKind kind) {
+    log_from[st.log_size] = from;
+    log_to[st.log_size] = to;
+    log_birth[st.log_size] = static_cast<int>(birth);
+    log_generation[st.log_size] = generation;
+    log_tip[st.log_size] = tip;
+    log_kind[st.log_size++] = static_cast<unsigned char>(kind);
+  };
+  // Lane 0: tip `id` steps onto `node` (a new one when `fresh`, occupied at `step`).
+  auto settle = [&](long long node, int id, long long at_step, bool fresh) {
+    bool made = false;
+    const long long at = realm.slot(node, made);
+    if (made) ++st.hashed;
+    if (fresh) realm.since_of[at] = static_cast<int>(at_step + 1);
+    realm.owner_of[at] = id;
+    realm.position_of[at] = tip_position[id];
+    if (tip_uptake) realm.present_of[at] = 1;
+  };
+  auto leave = [&](long long node) {
+    if (!tip_uptake) return;
+    const long long at = realm.find(node);
+    if (at >= 0) realm.present_of[at] = 0;
+  };
 
   if (st.step == 0 && st.tips == 0 && lane == 0) {  // first launch: the initial sprouts
     if (p.sprouts > p.tip_capacity || p.sprouts > p.log_capacity || p.sprouts > hash_limit) {
@@ -223,16 +317,15 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
         tip_previous[t] = p.sprout_previous[t];
         tip_age[t] = 0;
         tip_generation[t] = 0;
+        tip_parent[t] = -1;
+        tip_birth[t] = 0;
+        tip_position[t] = 0;
         tip_active[t] = 1;
         active[t] = t;
-        realm.occupy(p.sprout_node[t], 0);
-        log_from[t] = p.sprout_previous[t];
-        log_to[t] = p.sprout_node[t];
-        log_birth[t] = 0;
-        log_generation[t] = 0;
-        log_kind[t] = kSprout;
+        settle(p.sprout_node[t], t, 0, true);
+        record(p.sprout_previous[t], p.sprout_node[t], 0, 0, t, SegmentKind::Sprout);
       }
-      st.tips = st.log_size = st.hashed = st.count_active = p.sprouts;
+      st.tips = st.count_active = p.sprouts;
       st.front = p.h;
     }
   }
@@ -244,25 +337,28 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
   while (done_steps < budget && step < p.last_step && front < p.reach_front && count_active > 0 && !overflow) {
     realm.step = step;
     if constexpr (kFields) realm.c_now = c_fields + (step & 1) * p.nodes;
+    const long long birth = step + 1;
     // (1) every active tip draws its move from the state at the start of the step.
     for (int q = lane; q < count_active; q += 32) {
       const int id = active[q];
       const long long node = tip_node[id];
       double wt[7];
       bool inside[7];
-      realm.weights(node, step, wt, inside);
-      const long long previous = tip_previous[id];
-      for (int d = 1; d < 7; ++d)
-        if (inside[d] && realm.neighbour(node, d) == previous) inside[d] = false;
+      const bool negative = realm.weights(node, step, wt, inside);
+      if (!p.rule.back_steps) {
+        const long long previous = tip_previous[id];
+        for (int d = 1; d < 7; ++d)
+          if (inside[d] && realm.neighbour(node, d) == previous) inside[d] = false;
+      }
       RngStream rng(seed, StreamId{static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(step), kDrawMove});
       bool clipped = false;
       move[q] = static_cast<signed char>(choose_move(wt, inside, rng.uniform(), clipped));
       ++moves;
-      clipped_draws += clipped ? 1 : 0;
+      clipped_draws += clipped || negative ? 1 : 0;
     }
     __syncwarp();
     if (lane == 0) {
-      // (2) moves in ascending tip id; onto an occupied node: anastomosis.
+      // (2) moves in ascending tip id; onto an occupied node: an anastomosis or a pass.
       long long alive = count_active;
       for (int q = 0; q < count_active && !overflow; ++q) {
         const int id = active[q];
@@ -275,21 +371,28 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
           overflow = 1;
           break;
         }
-        log_from[st.log_size] = node;
-        log_to[st.log_size] = target;
-        log_birth[st.log_size] = static_cast<int>(step + 1);
-        log_generation[st.log_size] = tip_generation[id];
+        SegmentKind kind = SegmentKind::Move;
         if (realm.occupied(target)) {
-          log_kind[st.log_size++] = kAnastomosis;
+          const int owner = realm.owner(target);
+          const bool tip = owner >= 0;
+          const int outcome = occupied_move_outcome(
+              p.rule.anastomosis, p.rule.window, p.rule.fork_passes, p.dt, p.psi, id, tip_parent[id], tip_birth[id],
+              owner == id ? tip_position[id] - realm.position(target) : 0, owner, tip ? tip_parent[owner] : -1,
+              tip ? tip_birth[owner] : 0, tip && tip_active[owner], tip && tip_node[owner] == target, birth);
+          if (outcome == kBlocked) continue;
+          kind = outcome == kPassOver ? SegmentKind::Pass : fusion_segment(outcome);
+        }
+        record(node, target, birth, tip_generation[id], id, kind);
+        leave(node);
+        if (is_fusion(kind)) {
           tip_active[id] = 0;
           --alive;
           continue;
         }
-        log_kind[st.log_size++] = kMove;
-        realm.occupy(target, step);
-        ++st.hashed;
         tip_previous[id] = node;
         tip_node[id] = target;
+        ++tip_position[id];
+        settle(target, id, step, kind == SegmentKind::Move);
         front = fmax(front, static_cast<int>(target % p.nx) * p.h);
       }
       // (3) branching in ascending tip id, from the state at the start of the next step.
@@ -299,7 +402,9 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
         if (!tip_active[id] || static_cast<double>(tip_age[id]) * p.dt <= p.psi) continue;
         if (alive >= p.max_tips) break;
         const long long node = tip_node[id];
-        const double probability = branch_probability(p, realm.c(node, step + 1));
+        const double c = realm.c(node, step + 1);
+        if (!dense_enough(p.rule.branch_density, p.rule.branch_density > 0 ? realm.crowding(node) : 0, c)) continue;
+        const double probability = branch_probability(p, c);
         RngStream decide(seed, StreamId{static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(step), kDrawBranch});
         if (!(decide.uniform() < probability)) continue;
         double wt[7];
@@ -308,14 +413,12 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
         free_inside[0] = false;
         for (int d = 1; d < 7; ++d)
           if (free_inside[d] && realm.occupied(realm.neighbour(node, d))) free_inside[d] = false;
-        bool any = false;
-        for (int d = 1; d < 7; ++d) any = any || (free_inside[d] && wt[d] > 0);
-        if (!any) continue;
+        if (!place_daughter(p.rule.daughter, wt, free_inside)) continue;
         if (st.tips >= p.tip_capacity || st.log_size >= p.log_capacity || st.hashed >= hash_limit) {
           overflow = 1;
           break;
         }
-        const long long child = st.tips;
+        const int child = static_cast<int>(st.tips);
         RngStream where(
             seed, StreamId{static_cast<std::uint32_t>(child), static_cast<std::uint32_t>(step), kDrawBranchDirection});
         bool clipped = false;
@@ -326,14 +429,12 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
         tip_previous[child] = node;
         tip_age[child] = 0;
         tip_generation[child] = tip_generation[id] + 1;
+        tip_parent[child] = id;
+        tip_birth[child] = static_cast<int>(birth);
+        tip_position[child] = 0;
         tip_active[child] = 1;
-        realm.occupy(target, step);
-        ++st.hashed;
-        log_from[st.log_size] = node;
-        log_to[st.log_size] = target;
-        log_birth[st.log_size] = static_cast<int>(step + 1);
-        log_generation[st.log_size] = tip_generation[child];
-        log_kind[st.log_size++] = kBranch;
+        settle(target, child, step, true);
+        record(node, target, birth, tip_generation[child], child, SegmentKind::Branch);
         tip_age[id] = 0;
         ++st.tips;
         ++alive;
@@ -350,6 +451,14 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
     count_active = __shfl_sync(kFull, count_active, 0);
     overflow = __shfl_sync(kFull, overflow, 0);
     front = __shfl_sync(kFull, front, 0);
+    // (4) with Uptake::Tip, one more update at each active tip's node (distinct nodes: no races).
+    if (tip_uptake && !overflow) {
+      for (int q = lane; q < count_active; q += 32) {
+        const long long at = realm.find(tip_node[active[q]]);
+        ++realm.count_of[at];
+      }
+      __syncwarp();
+    }
     ++step;
     ++done_steps;
   }
@@ -378,14 +487,23 @@ __global__ void diffuse_kernel(Params p, Work w) {
   if (!st.stepped) return;
   const long long node = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (node >= p.nodes) return;
-  Realm<true> realm{
-      &p, nullptr, w.since + warp * p.nodes, 0, w.c + 2 * warp * p.nodes + ((st.step - 1) & 1) * p.nodes, st.step - 1};
+  const bool tip_uptake = p.rule.uptake == Uptake::Tip;
+  Realm<true> realm{&p,
+                    nullptr,
+                    w.since + warp * p.nodes,
+                    w.owner + warp * p.nodes,
+                    w.position + warp * p.nodes,
+                    tip_uptake ? w.count + warp * p.nodes : nullptr,
+                    tip_uptake ? w.present + warp * p.nodes : nullptr,
+                    0,
+                    w.c + 2 * warp * p.nodes + ((st.step - 1) & 1) * p.nodes,
+                    st.step - 1};
   int i, j, l;
   realm.coordinates(node, i, j, l);
   double* c_next = w.c + 2 * warp * p.nodes + (st.step & 1) * p.nodes;
   c_next[node] = diffused_c(
       p.model, p.dt, p.h, p.nx, p.ny, p.nz, i, j, l, [&](int a, int b, int e) { return realm.index(a, b, e); },
-      [&](long long id) { return realm.c_now[id]; }, realm.occupied(node));
+      [&](long long id) { return realm.c_now[id]; }, realm.takes_up(node));
 }
 
 // Device memory of one batch of realisations.
@@ -395,33 +513,45 @@ struct Capacity {
 
 struct Batch {
   cuda::DeviceBuffer<long long> hash_key, tip_node, tip_previous, tip_age, log_from, log_to;
-  cuda::DeviceBuffer<int> since, tip_generation, active, log_birth, log_generation, which;
+  cuda::DeviceBuffer<int> since, owner, position, count, tip_generation, tip_parent, tip_birth, tip_position, active,
+      log_birth, log_generation, log_tip, which;
   cuda::DeviceBuffer<double> c;
-  cuda::DeviceBuffer<unsigned char> tip_active, log_kind;
+  cuda::DeviceBuffer<unsigned char> present, tip_active, log_kind;
   cuda::DeviceBuffer<signed char> move;
   cuda::DeviceBuffer<State> state;
 
-  // Hash slots (D_c = 0) or the dense occupation table and two c fields (D_c > 0).
-  static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits, bool fields, long long nodes) {
+  // Hash slots (D_c = 0) or the dense occupation tables and two c fields (D_c > 0).
+  static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits, bool fields, bool tip_uptake,
+                                           long long nodes) {
     const auto h = static_cast<std::size_t>(1) << hash_bits;
     const auto t = static_cast<std::size_t>(c.tips), s = static_cast<std::size_t>(c.segments);
-    const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (4 + 16) : h * (8 + 4);
-    return table + t * (8 + 8 + 8 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 1) + sizeof(State) + 4;
+    const std::size_t per_slot = 4 + 4 + 4 + (tip_uptake ? 5 : 0);  // since, owner, position (count, present)
+    const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (per_slot + 16) : h * (8 + per_slot);
+    return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1) + sizeof(State) + 4;
   }
-  void allocate(int count, const Capacity& cap, int hash_bits, bool fields, long long nodes) {
-    const auto n = static_cast<std::size_t>(count);
+  void allocate(int count_, const Capacity& cap, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
+    const auto n = static_cast<std::size_t>(count_);
     const std::size_t t = n * static_cast<std::size_t>(cap.tips), s = n * static_cast<std::size_t>(cap.segments);
+    const std::size_t slots = fields ? n * static_cast<std::size_t>(nodes) : n << hash_bits;
     if (fields) {
-      since.resize(n * static_cast<std::size_t>(nodes));
       c.resize(2 * n * static_cast<std::size_t>(nodes));
     } else {
-      hash_key.resize(n << hash_bits);
-      since.resize(n << hash_bits);
+      hash_key.resize(slots);
+    }
+    since.resize(slots);
+    owner.resize(slots);
+    position.resize(slots);
+    if (tip_uptake) {
+      count.resize(slots);
+      present.resize(slots);
     }
     tip_node.resize(t);
     tip_previous.resize(t);
     tip_age.resize(t);
     tip_generation.resize(t);
+    tip_parent.resize(t);
+    tip_birth.resize(t);
+    tip_position.resize(t);
     tip_active.resize(t);
     active.resize(t);
     move.resize(t);
@@ -429,15 +559,52 @@ struct Batch {
     log_to.resize(s);
     log_birth.resize(s);
     log_generation.resize(s);
+    log_tip.resize(s);
     log_kind.resize(s);
     state.resize(n);
     which.resize(n);
   }
+  // Empty tables for `n` realisations (D_c > 0: every node free, owned by nobody).
+  void clear(std::size_t n, std::size_t slots_each, bool fields) {
+    const std::size_t slots = n * slots_each;
+    if (fields) {
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(since.data(), 0, slots * sizeof(int)));
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(owner.data(), 0xff, slots * sizeof(int)));  // kVesselOwner = -1
+      if (count.size() > 0) {
+        SIMKIT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, slots * sizeof(int)));
+        SIMKIT_CUDA_CHECK(cudaMemsetAsync(present.data(), 0, slots));
+      }
+    } else {
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(hash_key.data(), 0, slots * sizeof(long long)));
+    }
+  }
   Work work() {
-    return Work{hash_key.data(), since.data(),          c.data(),          tip_node.data(),       tip_previous.data(),
-                tip_age.data(),  tip_generation.data(), tip_active.data(), active.data(),         move.data(),
-                log_from.data(), log_to.data(),         log_birth.data(),  log_generation.data(), log_kind.data(),
-                state.data()};
+    Work w{};
+    w.hash_key = hash_key.data();
+    w.since = since.data();
+    w.owner = owner.data();
+    w.position = position.data();
+    w.count = count.data();
+    w.present = present.data();
+    w.c = c.data();
+    w.tip_node = tip_node.data();
+    w.tip_previous = tip_previous.data();
+    w.tip_age = tip_age.data();
+    w.tip_generation = tip_generation.data();
+    w.tip_parent = tip_parent.data();
+    w.tip_birth = tip_birth.data();
+    w.tip_position = tip_position.data();
+    w.tip_active = tip_active.data();
+    w.active = active.data();
+    w.move = move.data();
+    w.log_from = log_from.data();
+    w.log_to = log_to.data();
+    w.log_birth = log_birth.data();
+    w.log_generation = log_generation.data();
+    w.log_tip = log_tip.data();
+    w.log_kind = log_kind.data();
+    w.state = state.data();
+    return w;
   }
 };
 
@@ -472,6 +639,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.last_step = kp.last_step;
   p.max_tips = kp.max_tips;
   p.rules = kp.rules;
+  p.rule = kp.rule;
   for (int r = 0; r < kMaxRules; ++r) {
     p.rule_c[r] = kp.rule_c[r];
     p.rule_p[r] = kp.rule_p[r];
@@ -490,7 +658,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Capacity capacity{segments, tips};
   std::size_t free = 0, total = 0;
   SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, p.nodes);
+  const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
+  const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, tip_uptake, p.nodes);
   const auto fit = static_cast<long long>(static_cast<double>(free) * 0.6 / static_cast<double>(per));
   if (fit < 1) {
     throw UserError("--backend cuda: one realisation needs " + std::to_string(per >> 20) + " MiB of GPU memory (" +
@@ -502,7 +671,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       static_cast<int>(std::min<long long>({fit, static_cast<long long>(which.size()), fields ? 65535LL : 1LL << 30}));
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
-  batch.allocate(batch_size, capacity, hash_bits, fields, p.nodes);
+  batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
   local.allocate += since(allocate_start);
   p.log_capacity = segments;
   p.tip_capacity = static_cast<int>(tips);
@@ -515,14 +684,12 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     SIMKIT_CUDA_CHECK(cudaMemcpy(batch.which.data(), which.data() + first, n * sizeof(int), cudaMemcpyHostToDevice));
     SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.state.data(), 0, n * sizeof(State)));
     const auto nodes = static_cast<std::size_t>(p.nodes);
+    batch.clear(n, fields ? nodes : std::size_t{1} << hash_bits, fields);
     if (fields) {
-      SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.since.data(), 0, n * nodes * sizeof(int)));
       for (std::size_t k = 0; k < n; ++k) {
         SIMKIT_CUDA_CHECK(cudaMemcpyAsync(batch.c.data() + 2 * k * nodes, c0.data(), nodes * sizeof(double),
                                           cudaMemcpyDeviceToDevice));
       }
-    } else {
-      SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.hash_key.data(), 0, (n << hash_bits) * sizeof(long long)));
     }
     const Clock::time_point kernel_start = Clock::now();
     const int threads = 128;
@@ -590,12 +757,13 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       }
     };
     std::vector<long long> from, to, tip_nodes;
-    std::vector<int> birth, generation;
+    std::vector<int> birth, generation, tip;
     std::vector<unsigned char> kind, alive;
     fetch_rows(from, batch.log_from.data(), seg_cap, longest);
     fetch_rows(to, batch.log_to.data(), seg_cap, longest);
     fetch_rows(birth, batch.log_birth.data(), seg_cap, longest);
     fetch_rows(generation, batch.log_generation.data(), seg_cap, longest);
+    fetch_rows(tip, batch.log_tip.data(), seg_cap, longest);
     fetch_rows(kind, batch.log_kind.data(), seg_cap, longest);
     fetch_rows(tip_nodes, batch.tip_node.data(), tip_cap, most_tips);
     fetch_rows(alive, batch.tip_active.data(), tip_cap, most_tips);
@@ -614,6 +782,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
         row(raw.to, to, batch.log_to.data(), seg_cap, longest, k, size);
         row(raw.birth, birth, batch.log_birth.data(), seg_cap, longest, k, size);
         row(raw.generation, generation, batch.log_generation.data(), seg_cap, longest, k, size);
+        row(raw.tip, tip, batch.log_tip.data(), seg_cap, longest, k, size);
         row(raw.kind, kind, batch.log_kind.data(), seg_cap, longest, k, size);
         std::vector<long long> nodes_k;
         std::vector<unsigned char> alive_k;

@@ -6,11 +6,25 @@
 #include <functional>
 #include <vector>
 
+#include "angio/hybrid_rules.hpp"
 #include "angio/model.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
 
 constexpr int kMaxRules = 16;
+
+// The rule choices of HybridParams, as plain values for the kernel.
+struct RuleSet {
+  AnastomosisRule anastomosis = AnastomosisRule::Other;
+  int window = 10;
+  bool fork_passes = true;
+  Uptake uptake = Uptake::Trail;
+  bool branch_always = false;
+  double branch_density = 0;
+  DaughterPlacement daughter = DaughterPlacement::Weights;
+  bool back_steps = false;
+  MoveWeights weights = MoveWeights::Central;
+};
 
 struct KernelProblem {
   ModelParams model;
@@ -19,6 +33,7 @@ struct KernelProblem {
   long long last_step = 0, max_tips = 0;
   int rules = 0;
   double rule_c[kMaxRules] = {}, rule_p[kMaxRules] = {};
+  RuleSet rule;
   unsigned long long seed = 0;
 };
 
@@ -30,8 +45,8 @@ struct RawRealisation {
   bool overflow = false;
   long long steps = 0, moves = 0, clipped = 0;
   std::vector<long long> from, to;
-  std::vector<int> birth, generation;
-  std::vector<unsigned char> kind;
+  std::vector<int> birth, generation, tip;
+  std::vector<unsigned char> kind;  // SegmentKind
   std::vector<long long> active_nodes;
   std::vector<double> final_c;  // D_c > 0, realisation 0 only: c at the end
 };

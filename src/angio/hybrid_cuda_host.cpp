@@ -40,10 +40,13 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
     kp.rule_c[r] = problem.hybrid.branching[static_cast<std::size_t>(r)].c_upto;
     kp.rule_p[r] = problem.hybrid.branching[static_cast<std::size_t>(r)].probability;
   }
+  const HybridParams& h = problem.hybrid;
+  kp.rule = RuleSet{h.anastomosis,   h.anastomosis_window, h.fork_passes, h.uptake,
+                    h.branch_always, h.branch_density,     h.daughter,    h.back_steps, h.weights};
   kp.seed = seed;
   const Fields<double> initial = initial_fields<double>(g, problem.initial);
   std::vector<long long> sprout_node, sprout_previous;
-  for (const auto& [j, l] : sprout_positions(g, problem.initial, problem.hybrid.sprouts)) {
+  for (const auto& [j, l] : sprout_positions(g, problem.initial, problem.hybrid)) {
     sprout_previous.push_back(static_cast<long long>(g.index(0, j, l)));
     sprout_node.push_back(static_cast<long long>(g.index(1, j, l)));
   }
@@ -66,18 +69,17 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             overflowed.push_back(raw.index);
             return;
           }
-          HybridLog log;
+          std::vector<Segment> log;
           const std::size_t n = raw.from.size();
-          log.segments.reserve(n);
-          log.kinds.reserve(n);
+          log.reserve(n);
           for (std::size_t e = 0; e < n; ++e) {
-            log.segments.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e]);
-            log.kinds.push_back(static_cast<SegmentKind>(raw.kind[e]));
+            log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
+                             static_cast<SegmentKind>(raw.kind[e]));
           }
           std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
           Realisation& r = out[static_cast<std::size_t>(raw.index)];
           r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
-                                   raw.clipped, log, std::move(active));
+                                   raw.clipped, std::move(log), std::move(active));
           r.final_c = std::move(raw.final_c);
           rebuild += since(rebuild_start);
           ++done;

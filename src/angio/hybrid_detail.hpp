@@ -1,6 +1,6 @@
 #pragma once
 // Internals of the hybrid model shared by its backends: the initial sprouts, the branching
-// table, and the event log from which the cuda backend's realisations are rebuilt on the host.
+// table, and the segment log from which the realisations are built.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -12,32 +12,24 @@ namespace simkit::angio::detail {
 // Purposes of the random draws: each draw is keyed by (seed, tip id, step, purpose).
 enum HybridPurpose : std::uint32_t { kDrawMove = 0, kDrawBranch = 1, kDrawBranchDirection = 2 };
 
-// What made a segment: an initial sprout, a move onto a free node, an anastomosis (the segment
-// ends on an occupied node and its tip stops), or a branch (a new tip on a free neighbour).
-enum class SegmentKind : std::uint8_t { Sprout = 0, Move = 1, Anastomosis = 2, Branch = 3 };
-
-// Every segment of a realisation in the order it was made (one row per segment).
-struct HybridLog {
-  std::vector<Segment> segments;
-  std::vector<SegmentKind> kinds;
-};
-
 // Initial tips on the face next to the parent vessel (i = 1), as (j, l) pairs in ascending order:
-// one per maximum of the initial n profile sin^2(m pi y) (sin^2(m pi z) in 3D), or `count` on a
-// regular grid of the face.
-std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialParams& ip, int count);
+// the explicit positions `sprouts_at` (nearest nodes), else one per maximum of the initial n profile
+// sin^2(m pi y) (sin^2(m pi z) in 3D), or `sprouts` on a regular grid of the face.
+std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialParams& ip, const HybridParams& h);
 
-// P_n(c) from the table: the first row with c <= c_upto (the last row's probability above all).
-double branch_probability(const std::vector<BranchRule>& table, double c);
+// P_n(c) from the table: the first row with c <= c_upto (the last row's probability above all);
+// 1 with branch_always; 0 for a NaN c (only after a forced unstable step).
+double branch_probability(const HybridParams& h, double c);
 
 // The step the realisation stops after (ceil(t_max / k)) and the front it stops at.
 std::int64_t hybrid_last_step(const HybridProblem& p);
 double hybrid_reach_front(const HybridProblem& p);
 
-// The realisation a log describes: segments, occupied nodes, branch and anastomosis points and
-// the per-step metrics, exactly as the reference backend builds them while it runs.
+// The realisation a segment log (every segment in the order it was made) describes: occupied
+// nodes, branch and anastomosis points and the per-step metrics; the reference and cuda backends
+// both build their realisations with it.
 Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std::int64_t steps, std::int64_t moves,
-                                 std::int64_t clipped_draws, const HybridLog& log,
+                                 std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes);
 
 namespace hybrid_cuda {

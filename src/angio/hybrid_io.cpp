@@ -73,42 +73,72 @@ json band(std::vector<double> values) {
 
 }  // namespace
 
+namespace {
+
+// ",anastomoses_own,anastomoses_parent_daughter,anastomoses_sprout,anastomoses_vessel"
+std::string kind_columns() {
+  std::string text;
+  for (const char* name : kFusionKindNames) text += fmt::format(",anastomoses_{}", name);
+  return text;
+}
+std::string kind_values(const std::int64_t (&counts)[kFusionKinds]) {
+  std::string text;
+  for (const std::int64_t c : counts) text += fmt::format(",{}", c);
+  return text;
+}
+double final_front(const Realisation& r) { return r.metrics.empty() ? 0.0 : r.metrics.back().front; }
+
+}  // namespace
+
 void write_metrics_csv(const fs::path& path, const std::vector<MetricsRow>& rows) {
-  std::string text = "step,t,tips,sprouts,branches,anastomoses,length,front\n";
+  std::string text = "step,t,tips,sprouts,branches,anastomoses" + kind_columns() + ",length,front\n";
   for (const MetricsRow& m : rows) {
-    text += fmt::format("{},{},{},{},{},{},{},{}\n", m.step, exact(m.t), m.tips, m.sprouts, m.branches, m.anastomoses,
-                        exact(m.length), exact(m.front));
+    text += fmt::format("{},{},{},{},{},{}{},{},{}\n", m.step, exact(m.t), m.tips, m.sprouts, m.branches,
+                        m.anastomoses, kind_values(m.anastomoses_by_kind), exact(m.length), exact(m.front));
   }
   write_file_atomic(path, text);
 }
 
 void write_ensemble_csv(const fs::path& path, const std::vector<Realisation>& ensemble) {
-  std::string text = "realisation,seed,reach_time,branches,anastomoses,length\n";
+  std::string text = "realisation,seed,reach_time,branches,anastomoses" + kind_columns() + ",passes,length,front\n";
   for (std::size_t r = 0; r < ensemble.size(); ++r) {
     const Realisation& e = ensemble[r];
-    text += fmt::format("{},{},{},{},{},{}\n", r, e.seed, e.reached ? exact(e.reach_time) : std::string(), e.branches,
-                        e.anastomoses, exact(final_length(e)));
+    text += fmt::format("{},{},{},{},{}{},{},{},{}\n", r, e.seed, e.reached ? exact(e.reach_time) : std::string(),
+                        e.branches, e.anastomoses, kind_values(e.anastomoses_by_kind), e.passes,
+                        exact(final_length(e)), exact(final_front(e)));
   }
   write_file_atomic(path, text);
 }
 
 json ensemble_summary(const std::vector<Realisation>& ensemble) {
-  std::vector<double> reach, branches, anastomoses, length;
-  std::int64_t moves = 0, clipped = 0;
+  std::vector<double> reach, branches, anastomoses, length, front;
+  std::vector<double> by_kind[kFusionKinds];
+  std::int64_t moves = 0, clipped = 0, passes = 0, reached = 0;
   for (const Realisation& r : ensemble) {
     if (r.reached) reach.push_back(r.reach_time);
+    reached += r.reached ? 1 : 0;
     branches.push_back(static_cast<double>(r.branches));
     anastomoses.push_back(static_cast<double>(r.anastomoses));
+    for (int k = 0; k < kFusionKinds; ++k) by_kind[k].push_back(static_cast<double>(r.anastomoses_by_kind[k]));
     length.push_back(final_length(r));
+    front.push_back(final_front(r));
     moves += r.moves;
     clipped += r.clipped_draws;
+    passes += r.passes;
   }
   json j;
   j["realisations"] = ensemble.size();
+  j["reached"] = reached;
+  j["reached_fraction"] = ensemble.empty() ? json(nullptr) : json(static_cast<double>(reached) / static_cast<double>(ensemble.size()));
   j["reach_time"] = band(std::move(reach));
   j["branches"] = band(std::move(branches));
   j["anastomoses"] = band(std::move(anastomoses));
+  json kinds = json::object();
+  for (int k = 0; k < kFusionKinds; ++k) kinds[kFusionKindNames[k]] = band(std::move(by_kind[k]));
+  j["anastomoses_by_kind"] = std::move(kinds);
   j["length"] = band(std::move(length));
+  j["front"] = band(std::move(front));
+  j["passes"] = passes;
   j["moves"] = moves;
   j["clipped_draws"] = clipped;
   if (moves > 0) {
@@ -163,6 +193,10 @@ void write_network_vtp(const fs::path& path, const HybridProblem& problem, const
   for (const Segment& s : r.segments) text += "          " + exact(s.birth_step * problem.dt) + "\n";
   text += "        </DataArray>\n        <DataArray type=\"Int32\" Name=\"generation\" format=\"ascii\">\n";
   for (const Segment& s : r.segments) text += fmt::format("          {}\n", s.generation);
+  text += "        </DataArray>\n        <DataArray type=\"Int32\" Name=\"sprout\" format=\"ascii\">\n";
+  for (const Segment& s : r.segments) text += fmt::format("          {}\n", s.sprout);
+  text += "        </DataArray>\n        <DataArray type=\"UInt8\" Name=\"kind\" format=\"ascii\">\n";
+  for (const Segment& s : r.segments) text += fmt::format("          {}\n", static_cast<int>(s.kind));
   text += "        </DataArray>\n      </CellData>\n    </Piece>\n  </PolyData>\n</VTKFile>\n";
   write_file_atomic(path, text);
 }
@@ -221,23 +255,46 @@ std::vector<fs::path> write_network_png(const fs::path& dir, const HybridProblem
 Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
   const Grid& g = p.grid;
   Fields<double> out = initial_fields<double>(g, p.initial);
-  // The step each node was occupied in: 0 for the parent vessel and the initial sprouts, else the
-  // birth step of the segment that reached it minus 1 (segments are born at step + 1).
-  std::vector<std::int64_t> occupied_at(g.nodes(), -1);
-  for (const std::int64_t node : parent_vessel(g)) occupied_at[static_cast<std::size_t>(node)] = 0;
-  std::size_t next = 0;  // r.occupied lists the segments' ends in order, anastomoses excluded
-  for (const Segment& s : r.segments) {
-    if (next < r.occupied.size() && r.occupied[next] == s.to && occupied_at[static_cast<std::size_t>(s.to)] < 0) {
-      occupied_at[static_cast<std::size_t>(s.to)] = s.birth_step > 0 ? s.birth_step - 1 : 0;
-      ++next;
+  // How many updates of step (4) each node had by the end (the last step is r.steps - 1).
+  std::vector<std::int64_t> updates(g.nodes(), 0);
+  std::vector<bool> network(g.nodes(), false);
+  for (const std::int64_t node : parent_vessel(g)) network[static_cast<std::size_t>(node)] = true;
+  if (p.hybrid.uptake == Uptake::Trail) {
+    // n = 1 from the step a node was occupied in (segments are born at step + 1) to the end.
+    for (const std::int64_t node : parent_vessel(g)) updates[static_cast<std::size_t>(node)] = r.steps;
+    for (const Segment& s : r.segments) {
+      const auto to = static_cast<std::size_t>(s.to);
+      if (s.kind == SegmentKind::Sprout || s.kind == SegmentKind::Move || s.kind == SegmentKind::Branch) {
+        network[to] = true;
+        updates[to] = r.steps - std::max<std::int64_t>(s.birth_step - 1, 0);
+      }
     }
+  } else {
+    // n = 1 where an active tip stood at the end of a step: follow each sprout's tip from the step
+    // it arrived at a node (present at that step's update) to the step it left it or fused.
+    std::vector<std::int64_t> at, since;  // per sprout: its tip's node and arrival step (-1: gone)
+    auto settle = [&](std::size_t k, std::int64_t until) {
+      if (at[k] >= 0) updates[static_cast<std::size_t>(at[k])] += until - since[k];
+    };
+    for (const Segment& s : r.segments) {
+      const auto k = static_cast<std::size_t>(s.sprout);
+      if (k >= at.size()) {
+        at.resize(k + 1, -1);
+        since.resize(k + 1, 0);
+      }
+      const std::int64_t step = std::max<std::int64_t>(s.birth_step - 1, 0);
+      if (s.kind != SegmentKind::Sprout && s.kind != SegmentKind::Branch) settle(k, step);
+      at[k] = is_fusion(s.kind) ? -1 : s.to;
+      since[k] = step;
+      if (!is_fusion(s.kind) && s.kind != SegmentKind::Pass) network[static_cast<std::size_t>(s.to)] = true;
+    }
+    for (std::size_t k = 0; k < at.size(); ++k) settle(k, r.steps);
   }
   for (std::size_t node = 0; node < g.nodes(); ++node) {
-    const std::int64_t at = occupied_at[node];
-    const long long updates = at < 0 ? 0 : r.steps - at;
-    out.n[node] = at < 0 ? 0.0 : 1.0;
-    out.f[node] = occupied_f(out.f[node], p.dt, p.model.fn_production, p.model.fn_uptake, updates);
-    out.c[node] = r.final_c.empty() ? occupied_c(out.c[node], p.dt, p.model.taf_uptake, updates) : r.final_c[node];
+    const std::int64_t m = updates[node];
+    out.n[node] = network[node] ? 1.0 : 0.0;
+    out.f[node] = occupied_f(out.f[node], p.dt, p.model.fn_production, p.model.fn_uptake, m);
+    out.c[node] = r.final_c.empty() ? occupied_c(out.c[node], p.dt, p.model.taf_uptake, m) : r.final_c[node];
   }
   return out;
 }

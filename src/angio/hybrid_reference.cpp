@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <set>
+#include <unordered_set>
 
 #include "angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
@@ -21,29 +23,56 @@ namespace simkit::angio {
 
 namespace {
 
-using detail::HybridLog;
-using detail::SegmentKind;
-
 struct Tip {
-  std::int64_t id = 0;
-  std::int64_t node = 0, previous = -1;
-  std::int64_t age = 0;  // steps since born or last branched
+  std::int32_t id = 0;
+  std::int32_t parent = -1;  // the tip it branched from (-1: an initial sprout)
+  std::int32_t birth = 0;    // birth step of its first segment
   std::int32_t generation = 0;
+  std::int64_t node = 0, previous = -1;
+  std::int64_t age = 0;       // steps since born or last branched
+  std::int64_t position = 0;  // its current node's position along its path (0: its first node)
   bool active = true;
 };
 
+// One realisation's lattice: which nodes are occupied and since when, who owns them (the sprout
+// whose tip last stepped on them, or the parent vessel) and at which path position, where the
+// active tips are (Uptake::Tip), and c and f as the tips see them.
 class Lattice {
  public:
   Lattice(const HybridProblem& p, const Fields<double>& initial)
-      : p_(p), g_(p.grid), c0_(initial.c), f0_(initial.f), diffuse_(p.model.taf_diffusion > 0) {
+      : p_(p),
+        g_(p.grid),
+        c0_(initial.c),
+        f0_(initial.f),
+        diffuse_(p.model.taf_diffusion > 0),
+        tip_uptake_(p.hybrid.uptake == Uptake::Tip) {
     since_.assign(g_.nodes(), 0);
+    owner_.assign(g_.nodes(), kVesselOwner);
+    position_.assign(g_.nodes(), 0);
+    if (tip_uptake_) {
+      count_.assign(g_.nodes(), 0);
+      present_.assign(g_.nodes(), 0);
+    }
     if (diffuse_) c_ = c0_;
   }
   void coordinates(std::int64_t node, int& i, int& j, int& l) const { g_.coordinates(node, i, j, l); }
   bool occupied(std::int64_t node) const { return since_[node] != 0; }
-  void occupy(std::int64_t node, std::int64_t step) { since_[node] = step + 1; }
-  // c and f at the start of `step` (the number of updates a node has had so far); `step` is the
-  // current step or the next one (then with the occupation as it stands).
+  void occupy(std::int64_t node, std::int64_t step) { since_[node] = static_cast<std::int32_t>(step + 1); }
+  int owner(std::int64_t node) const { return owner_[node]; }
+  std::int64_t position(std::int64_t node) const { return position_[node]; }
+  void own(std::int64_t node, int tip, std::int64_t position) {
+    owner_[node] = tip;
+    position_[node] = static_cast<std::int32_t>(position);
+  }
+  // An active tip arrives at or leaves a node (only Uptake::Tip keeps track).
+  void arrive(std::int64_t node) {
+    if (tip_uptake_) present_[node] = 1;
+  }
+  void leave(std::int64_t node) {
+    if (tip_uptake_) present_[node] = 0;
+  }
+  // c and f at the start of `step` (the current step, or the next one with the occupation and the
+  // tips as they stand).
   double c(std::int64_t node, std::int64_t step) const {
     if (!diffuse_) return occupied_c(c0_[node], p_.dt, p_.model.taf_uptake, updates(node, step));
     return step == step_ ? c_[node] : next_c(node);
@@ -51,22 +80,27 @@ class Lattice {
   double f(std::int64_t node, std::int64_t step) const {
     return occupied_f(f0_[node], p_.dt, p_.model.fn_production, p_.model.fn_uptake, updates(node, step));
   }
-  // Step (4) with D_c > 0: c' = c + k (D_c Lap c / h^2 - eta n c) at every node (n = 1 where
-  // occupied), mirror ghosts at the boundaries.
-  void advance() {
-    if (!diffuse_) return;
-    std::vector<double> next(c_.size());
-    for (std::size_t node = 0; node < c_.size(); ++node) next[node] = next_c(static_cast<std::int64_t>(node));
-    c_.swap(next);
+  // Step (4): with Uptake::Tip, one more update at each active tip's node; with D_c > 0,
+  // c' = c + k (D_c Lap c / h^2 - eta n c) at every node (mirror ghosts at the boundaries).
+  void end_step(const std::vector<Tip>& tips) {
+    if (diffuse_) {
+      std::vector<double> next(c_.size());
+      for (std::size_t node = 0; node < c_.size(); ++node) next[node] = next_c(static_cast<std::int64_t>(node));
+      c_.swap(next);
+    }
+    if (tip_uptake_)
+      for (const Tip& t : tips)
+        if (t.active) ++count_[t.node];
     ++step_;
   }
   // P0..P6 at `node` from c and f at the start of `step` (mirror ghosts for the gradients), and
   // which moves stay in the domain.
-  void weights(std::int64_t node, std::int64_t step, double w[7], bool inside[7]) const {
+  // (true: the one-sided scheme had a negative weight).
+  bool weights(std::int64_t node, std::int64_t step, double w[7], bool inside[7]) const {
     int i, j, l;
     coordinates(node, i, j, l);
-    tip_weights(
-        p_.model, p_.dt / (g_.h * g_.h), g_.nx, g_.ny, g_.nz, i, j, l,
+    return move_weights(
+        p_.hybrid.weights, p_.model, p_.dt / (g_.h * g_.h), g_.nx, g_.ny, g_.nz, i, j, l,
         [&](int a, int b, int e) { return static_cast<std::int64_t>(g_.index(a, b, e)); },
         [&](std::int64_t id) { return c(id, step); }, [&](std::int64_t id) { return f(id, step); }, w, inside);
   }
@@ -76,47 +110,63 @@ class Lattice {
     move_offset(d, di, dj, dl);
     return static_cast<std::int64_t>(g_.index(i + di, j + dj, l + dl));
   }
+  // Occupied nodes of the Moore neighbourhood of `node` (itself included).
+  int crowding(std::int64_t node) const {
+    int i, j, l;
+    coordinates(node, i, j, l);
+    return moore_occupied(g_.nx, g_.ny, g_.nz, i, j, l,
+                          [&](int a, int b, int e) { return occupied(static_cast<std::int64_t>(g_.index(a, b, e))); });
+  }
   const std::vector<double>& c_field() const { return c_; }
 
  private:
+  // How many updates of step (4) the node has had by the start of `step`.
   std::int64_t updates(std::int64_t node, std::int64_t step) const {
+    if (tip_uptake_) return count_[node] + (step > step_ && present_[node] ? 1 : 0);
     return since_[node] == 0 ? 0 : step + 1 - since_[node];
   }
+  bool takes_up(std::int64_t node) const { return tip_uptake_ ? present_[node] != 0 : occupied(node); }
   double next_c(std::int64_t node) const {
     int i, j, l;
     coordinates(node, i, j, l);
     return diffused_c(
         p_.model, p_.dt, g_.h, g_.nx, g_.ny, g_.nz, i, j, l, [&](int a, int b, int e) { return g_.index(a, b, e); },
-        [&](std::size_t id) { return c_[id]; }, occupied(node));
+        [&](std::size_t id) { return c_[id]; }, takes_up(node));
   }
   const HybridProblem& p_;
   Grid g_;
   const std::vector<double>& c0_;
   const std::vector<double>& f0_;
-  bool diffuse_;
+  bool diffuse_, tip_uptake_;
   std::vector<double> c_;  // D_c > 0: c at the start of step_
   std::int64_t step_ = 0;
-  std::vector<std::int64_t> since_;  // 0: free; else the step it was occupied in, plus 1
+  std::vector<std::int32_t> since_;     // 0: free; else the step it was occupied in, plus 1
+  std::vector<std::int32_t> owner_;     // the occupied nodes' owners (kVesselOwner for the parent vessel)
+  std::vector<std::int32_t> position_;  // the owner's path position on the node
+  std::vector<std::int32_t> count_;     // Uptake::Tip: updates so far
+  std::vector<std::uint8_t> present_;   // Uptake::Tip: an active tip is on the node
 };
 
 // keep_c: with D_c > 0, keep the final c field in the result (nodes x 8 bytes).
 Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::uint64_t seed, bool keep_c) {
   const Grid& g = p.grid;
+  const HybridParams& h = p.hybrid;
   Lattice lattice(p, initial);
-  HybridLog log;
+  std::vector<Segment> log;
   std::int64_t moves = 0, clipped_draws = 0;
   std::vector<Tip> tips;
   // The parent vessel: the x = 0 face, occupied from the start.
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j) lattice.occupy(static_cast<std::int64_t>(g.index(0, j, l)), 0);
-  for (const auto& [j, l] : detail::sprout_positions(g, p.initial, p.hybrid.sprouts)) {
+  for (const auto& [j, l] : detail::sprout_positions(g, p.initial, h)) {
     Tip t;
-    t.id = static_cast<std::int64_t>(tips.size());
+    t.id = static_cast<std::int32_t>(tips.size());
     t.previous = static_cast<std::int64_t>(g.index(0, j, l));
     t.node = static_cast<std::int64_t>(g.index(1, j, l));
     lattice.occupy(t.node, 0);
-    log.segments.push_back({t.previous, t.node, 0, 0});
-    log.kinds.push_back(SegmentKind::Sprout);
+    lattice.own(t.node, t.id, 0);
+    lattice.arrive(t.node);
+    log.emplace_back(t.previous, t.node, 0, 0, t.id, SegmentKind::Sprout);
     tips.push_back(t);
   }
   double front = g.h;
@@ -125,40 +175,55 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
   const double reach = detail::hybrid_reach_front(p);
   std::int64_t step = 0;
   while (step < last_step && front < reach && active > 0) {
+    const auto birth = static_cast<std::int32_t>(step + 1);
     // (1) every active tip draws its move from the state at the start of the step.
     std::vector<int> chosen(tips.size(), 0);
     for (const Tip& t : tips) {
       if (!t.active) continue;
       double w[7];
       bool inside[7];
-      lattice.weights(t.node, step, w, inside);
-      for (int d = 1; d < 7; ++d)
-        if (inside[d] && lattice.neighbour(t.node, d) == t.previous) inside[d] = false;
+      const bool negative = lattice.weights(t.node, step, w, inside);
+      if (!h.back_steps)
+        for (int d = 1; d < 7; ++d)
+          if (inside[d] && lattice.neighbour(t.node, d) == t.previous) inside[d] = false;
       RngStream rng(seed,
                     StreamId{static_cast<std::uint32_t>(t.id), static_cast<std::uint32_t>(step), detail::kDrawMove});
       bool clipped = false;
       chosen[static_cast<std::size_t>(t.id)] = choose_move(w, inside, rng.uniform(), clipped);
       ++moves;
-      clipped_draws += clipped ? 1 : 0;
+      clipped_draws += clipped || negative ? 1 : 0;
     }
-    // (2) moves in ascending tip id; onto an occupied node: anastomosis.
+    // (2) moves in ascending tip id; onto an occupied node: an anastomosis or a pass.
     for (Tip& t : tips) {
       if (!t.active) continue;
       ++t.age;
       const int d = chosen[static_cast<std::size_t>(t.id)];
       if (d == 0) continue;
       const std::int64_t target = lattice.neighbour(t.node, d);
-      log.segments.push_back({t.node, target, static_cast<std::int32_t>(step + 1), t.generation});
+      SegmentKind kind = SegmentKind::Move;
       if (lattice.occupied(target)) {
+        const int owner = lattice.owner(target);
+        const Tip* o = owner >= 0 ? &tips[static_cast<std::size_t>(owner)] : nullptr;
+        const int outcome = occupied_move_outcome(
+            h.anastomosis, h.anastomosis_window, h.fork_passes, p.dt, h.psi, t.id, t.parent, t.birth,
+            owner == t.id ? t.position - lattice.position(target) : 0, owner, o ? o->parent : -1, o ? o->birth : 0,
+            o && o->active, o && o->node == target, birth);
+        if (outcome == kBlocked) continue;
+        kind = outcome == kPassOver ? SegmentKind::Pass : fusion_segment(outcome);
+      }
+      log.emplace_back(t.node, target, birth, t.generation, t.id, kind);
+      lattice.leave(t.node);
+      if (is_fusion(kind)) {
         t.active = false;
         --active;
-        log.kinds.push_back(SegmentKind::Anastomosis);
         continue;
       }
-      log.kinds.push_back(SegmentKind::Move);
-      lattice.occupy(target, step);
+      if (kind == SegmentKind::Move) lattice.occupy(target, step);
       t.previous = t.node;
       t.node = target;
+      ++t.position;
+      lattice.own(target, t.id, t.position);
+      lattice.arrive(target);
       int i, j, l;
       lattice.coordinates(target, i, j, l);
       front = std::max(front, i * g.h);
@@ -167,10 +232,12 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
     // f at the start of the next step with the occupation as it stands.
     const std::size_t existing = tips.size();
     for (std::size_t k = 0; k < existing; ++k) {
-      if (!tips[k].active || static_cast<double>(tips[k].age) * p.dt <= p.hybrid.psi) continue;
-      if (active >= p.hybrid.max_tips) break;
+      if (!tips[k].active || static_cast<double>(tips[k].age) * p.dt <= h.psi) continue;
+      if (active >= h.max_tips) break;
       const Tip parent = tips[k];
-      const double probability = detail::branch_probability(p.hybrid.branching, lattice.c(parent.node, step + 1));
+      const double c = lattice.c(parent.node, step + 1);
+      if (!dense_enough(h.branch_density, h.branch_density > 0 ? lattice.crowding(parent.node) : 0, c)) continue;
+      const double probability = detail::branch_probability(h, c);
       RngStream decide(
           seed, StreamId{static_cast<std::uint32_t>(parent.id), static_cast<std::uint32_t>(step), detail::kDrawBranch});
       if (!(decide.uniform() < probability)) continue;
@@ -180,10 +247,8 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
       free_inside[0] = false;
       for (int d = 1; d < 7; ++d)
         if (free_inside[d] && lattice.occupied(lattice.neighbour(parent.node, d))) free_inside[d] = false;
-      bool any = false;
-      for (int d = 1; d < 7; ++d) any = any || (free_inside[d] && w[d] > 0);
-      if (!any) continue;
-      const auto id = static_cast<std::int64_t>(tips.size());
+      if (!place_daughter(h.daughter, w, free_inside)) continue;
+      const auto id = static_cast<std::int32_t>(tips.size());
       RngStream where(seed, StreamId{static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(step),
                                      detail::kDrawBranchDirection});
       bool clipped = false;
@@ -191,12 +256,15 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
       if (d == 0) continue;  // NaN weights only (--force): no free neighbour chosen
       Tip child;
       child.id = id;
+      child.parent = parent.id;
+      child.birth = birth;
       child.previous = parent.node;
       child.node = lattice.neighbour(parent.node, d);
       child.generation = parent.generation + 1;
       lattice.occupy(child.node, step);
-      log.segments.push_back({parent.node, child.node, static_cast<std::int32_t>(step + 1), child.generation});
-      log.kinds.push_back(SegmentKind::Branch);
+      lattice.own(child.node, id, 0);
+      lattice.arrive(child.node);
+      log.emplace_back(parent.node, child.node, birth, child.generation, id, SegmentKind::Branch);
       tips[k].age = 0;
       tips.push_back(child);
       ++active;
@@ -204,14 +272,15 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
       lattice.coordinates(child.node, i, j, l);
       front = std::max(front, i * g.h);
     }
-    // (4) c and f at occupied nodes (implicit with D_c = 0).
-    lattice.advance();
+    // (4) uptake of c and production of f (implicit with D_c = 0 and Uptake::Trail).
+    lattice.end_step(tips);
     ++step;
   }
   std::vector<std::int64_t> active_nodes;
   for (const Tip& t : tips)
     if (t.active) active_nodes.push_back(t.node);
-  Realisation r = detail::realisation_from_log(p, seed, step, moves, clipped_draws, log, std::move(active_nodes));
+  Realisation r = detail::realisation_from_log(p, seed, step, moves, clipped_draws, std::move(log),
+                                               std::move(active_nodes));
   if (p.model.taf_diffusion > 0 && keep_c) r.final_c = lattice.c_field();
   return r;
 }
@@ -220,14 +289,26 @@ Realisation run_one(const HybridProblem& p, const Fields<double>& initial, std::
 
 namespace detail {
 
-double branch_probability(const std::vector<BranchRule>& table, double c) {
+double branch_probability(const HybridParams& h, double c) {
   if (std::isnan(c)) return 0.0;  // only after a forced unstable step: no branching
-  for (const BranchRule& rule : table)
+  if (h.branch_always) return 1.0;
+  for (const BranchRule& rule : h.branching)
     if (c <= rule.c_upto) return rule.probability;
-  return table.empty() ? 0.0 : table.back().probability;
+  return h.branching.empty() ? 0.0 : h.branching.back().probability;
 }
 
-std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialParams& ip, int count) {
+std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialParams& ip, const HybridParams& h) {
+  std::vector<std::pair<int, int>> out;
+  if (!h.sprouts_at.empty()) {
+    for (const SproutPosition& s : h.sprouts_at) {
+      out.push_back({static_cast<int>(std::lround(s.y * (g.ny - 1))),
+                     g.nz > 1 ? static_cast<int>(std::lround(s.z_or_mid_plane() * (g.nz - 1))) : 0});
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  const int count = h.sprouts;
   std::vector<double> ys, zs;
   auto spread = [](int k) {
     std::vector<double> v;
@@ -246,7 +327,6 @@ std::vector<std::pair<int, int>> sprout_positions(const Grid& g, const InitialPa
     ys = spread(side);
     zs = spread(side);
   }
-  std::vector<std::pair<int, int>> out;
   for (double z : zs)
     for (double y : ys) {
       if (count > 0 && static_cast<int>(out.size()) == count) break;
@@ -264,7 +344,7 @@ std::int64_t hybrid_last_step(const HybridProblem& p) {
 double hybrid_reach_front(const HybridProblem& p) { return p.hybrid.reach_x * ((p.grid.nx - 1) * p.grid.h); }
 
 Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std::int64_t steps, std::int64_t moves,
-                                 std::int64_t clipped_draws, const HybridLog& log,
+                                 std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes) {
   const Grid& g = p.grid;
   Realisation r;
@@ -272,27 +352,31 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
   r.steps = steps;
   r.moves = moves;
   r.clipped_draws = clipped_draws;
-  r.segments = log.segments;
+  r.segments = std::move(log);
   r.active_tip_nodes = std::move(active_tip_nodes);
+  // Vessel length counts each lattice edge once: a pass or an anastomosis may retrace one.
+  std::unordered_set<std::uint64_t> edges;
+  edges.reserve(r.segments.size());
+  const auto nodes = static_cast<std::uint64_t>(g.nodes());
   // Metrics after every step: row s counts the segments born in steps up to s (birth step <= s).
   MetricsRow row;
   row.front = g.h;
   std::size_t e = 0;
-  const std::size_t n = log.segments.size();
+  const std::size_t n = r.segments.size();
   for (std::int64_t s = 0; s <= steps; ++s) {
-    for (; e < n && log.segments[e].birth_step <= s; ++e) {
-      const Segment& seg = log.segments[e];
-      switch (log.kinds[e]) {
+    for (; e < n && r.segments[e].birth_step <= s; ++e) {
+      const Segment& seg = r.segments[e];
+      bool occupies = true;
+      switch (seg.kind) {
         case SegmentKind::Sprout:
           ++row.sprouts;
           ++row.tips;
           break;
         case SegmentKind::Move:
           break;
-        case SegmentKind::Anastomosis:
-          ++row.anastomoses;
-          --row.tips;
-          r.anastomosis_points.push_back(seg.to);
+        case SegmentKind::Pass:
+          ++r.passes;
+          occupies = false;
           break;
         case SegmentKind::Branch:
           ++row.branches;
@@ -300,8 +384,19 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
           ++row.tips;
           r.branch_points.push_back(seg.from);
           break;
+        default:  // an anastomosis
+          ++row.anastomoses;
+          ++row.anastomoses_by_kind[static_cast<int>(fusion_kind(seg.kind))];
+          --row.tips;
+          r.anastomosis_points.push_back(seg.to);
+          r.anastomosis_kinds.push_back(fusion_kind(seg.kind));
+          occupies = false;
+          break;
       }
-      if (log.kinds[e] != SegmentKind::Anastomosis) {
+      const auto a = static_cast<std::uint64_t>(std::min(seg.from, seg.to)),
+                 b = static_cast<std::uint64_t>(std::max(seg.from, seg.to));
+      edges.insert(a * nodes + b);
+      if (occupies) {
         r.occupied.push_back(seg.to);
         int i, j, l;
         g.coordinates(seg.to, i, j, l);
@@ -310,11 +405,12 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
     }
     row.step = s;
     row.t = static_cast<double>(s) * p.dt;
-    row.length = static_cast<double>(e) * g.h;
+    row.length = static_cast<double>(edges.size()) * g.h;
     r.metrics.push_back(row);
   }
   r.branches = row.branches;
   r.anastomoses = row.anastomoses;
+  for (int k = 0; k < kFusionKinds; ++k) r.anastomoses_by_kind[k] = row.anastomoses_by_kind[k];
   r.sprouts = row.sprouts;
   r.reached = row.front >= hybrid_reach_front(p);
   r.reach_time = r.reached ? static_cast<double>(steps) * p.dt : 0.0;
@@ -352,8 +448,43 @@ void validate(const HybridProblem& p) {
   if (h.sprouts > face) {
     throw UserError(fmt::format("--sprouts {}: the parent vessel's face has only {} nodes", h.sprouts, face));
   }
+  if (!h.sprouts_at.empty()) {
+    if (h.sprouts > 0) throw UserError("--sprouts and --sprouts-at: give one of them");
+    if (static_cast<std::int64_t>(h.sprouts_at.size()) > face) {
+      throw UserError(fmt::format("--sprouts-at: {} positions, but the parent vessel's face has only {} nodes",
+                                  h.sprouts_at.size(), face));
+    }
+    std::set<std::pair<long, long>> seen;
+    for (std::size_t k = 0; k < h.sprouts_at.size(); ++k) {
+      const SproutPosition& s = h.sprouts_at[k];
+      if (!(s.y >= 0 && s.y <= 1)) {
+        throw UserError(fmt::format("--sprouts-at: position {} has y = {}; expected a fraction of the box in [0, 1]",
+                                    k + 1, s.y));
+      }
+      if (p.grid.nz == 1 && s.z != SproutPosition::kMidPlane) {
+        throw UserError(fmt::format("--sprouts-at: position {} gives z = {} on a 2D grid (NZ = 1); give y only",
+                                    k + 1, s.z));
+      }
+      if (p.grid.nz > 1 && s.z != SproutPosition::kMidPlane && !(s.z >= 0 && s.z <= 1)) {
+        throw UserError(fmt::format("--sprouts-at: position {} has z = {}; expected a fraction of the box in [0, 1]",
+                                    k + 1, s.z));
+      }
+      const long j = std::lround(s.y * (p.grid.ny - 1)), l = p.grid.nz > 1 ? std::lround(s.z_or_mid_plane() * (p.grid.nz - 1)) : 0;
+      if (!seen.insert({j, l}).second) {
+        throw UserError(fmt::format("--sprouts-at: position {} (y = {}) falls on the same node as an earlier one "
+                                    "(node j = {}); use distinct positions or a finer grid",
+                                    k + 1, s.y, j));
+      }
+    }
+  }
+  if (!(std::isfinite(h.branch_density) && h.branch_density >= 0)) {
+    throw UserError(fmt::format("--branch-density {}: must be a number >= 0 (0: off)", h.branch_density));
+  }
+  if (h.anastomosis_window < 1) {
+    throw UserError(fmt::format("--anastomosis window:{}: the window must be at least 1 position", h.anastomosis_window));
+  }
   if (h.sprouts > 0) {
-    const std::size_t distinct = detail::sprout_positions(p.grid, p.initial, h.sprouts).size();
+    const std::size_t distinct = detail::sprout_positions(p.grid, p.initial, h).size();
     if (distinct < static_cast<std::size_t>(h.sprouts)) {
       throw UserError(
           fmt::format("--sprouts {}: the regular pattern on a {} x {} face gives only {} distinct nodes; "

@@ -1,5 +1,6 @@
 // angio files: VTK ImageData (.vti/.pvd), series.csv, Problem JSON, checkpoints, quick-look images.
 #include "angio/io.hpp"
+#include "angio/config.hpp"
 
 #include <fmt/format.h>
 
@@ -975,7 +976,8 @@ json problem_to_json(const Problem& problem) {
         {"fn_production", m.fn_production},
         {"fn_uptake", m.fn_uptake},
         {"taf_uptake", m.taf_uptake},
-        {"taf_diffusion", m.taf_diffusion}}},
+        {"taf_diffusion", m.taf_diffusion},
+        {"sensitivity", sensitivity_name(m.sensitivity)}}},
       {"dt", problem.dt},
       {"form", form_name(problem.form)},
       {"precision", precision_name(problem.precision)},
@@ -1019,7 +1021,11 @@ Problem problem_from_json(const json& j, const std::string& source) {
                          {"fn_production", num(m.fn_production)},
                          {"fn_uptake", num(m.fn_uptake)},
                          {"taf_uptake", num(m.taf_uptake)},
-                         {"taf_diffusion", num(m.taf_diffusion)}});
+                         {"taf_diffusion", num(m.taf_diffusion)},
+                         {"sensitivity", [&](const json& s, const std::string& at) {
+                            m.sensitivity = r.choice<Sensitivity>(
+                                s, at, {{"receptor", Sensitivity::Receptor}, {"constant", Sensitivity::Constant}});
+                          }}});
              }},
             {"dt", num(p.dt)},
             {"form",

@@ -6,34 +6,50 @@
 
 namespace simkit::angio {
 
+// The chemotactic sensitivity chi(c): `Receptor` is A&C's receptor-kinetic law chi0 / (1 + alpha c);
+// `Constant` is chi0 (Angio_TDA, Nardini et al. 2021), i.e. the same formulas with alpha = 0.
+enum class Sensitivity : unsigned char { Receptor, Constant };
+
 struct ModelParams {
   double diffusion = 0.00035;     // D
   double chemotaxis = 0.38;       // chi0, chi(c) = chi0 / (1 + alpha c)
-  double chemo_saturation = 0.6;  // alpha
+  double chemo_saturation = 0.6;  // alpha (unused with Sensitivity::Constant)
   double haptotaxis = 0.34;       // rho
   double fn_production = 0.05;    // beta
   double fn_uptake = 0.1;         // gamma
   double taf_uptake = 0.1;        // eta
   double taf_diffusion = 0.0;     // D_c
+  Sensitivity sensitivity = Sensitivity::Receptor;
 };
+
+// The alpha the formulas use: chemo_saturation, or 0 for a constant sensitivity (chi = chi0
+// exactly: 1 / (1 + 0 c) = 1 and the saturation term of P0 vanishes, as chi'(c) = 0).
+SIMKIT_HD inline double effective_saturation(const ModelParams& m) {
+  return m.sensitivity == Sensitivity::Constant ? 0.0 : m.chemo_saturation;
+}
 
 // The parameters in the solver's precision. The model functions below take either ModelParams
 // (doubles, converted where used) or these, converted once on the host: the values are the same
-// casts, so the results are the same bits, and kernels skip the conversions.
+// casts, so the results are the same bits, and kernels skip the conversions. chemo_saturation is
+// the effective alpha (0 for a constant sensitivity).
 template <class T>
 struct TypedModelParams {
   T diffusion, chemotaxis, chemo_saturation, haptotaxis, fn_production, fn_uptake, taf_uptake, taf_diffusion;
 };
 template <class T>
 TypedModelParams<T> typed(const ModelParams& m) {
-  return {static_cast<T>(m.diffusion),  static_cast<T>(m.chemotaxis),    static_cast<T>(m.chemo_saturation),
+  return {static_cast<T>(m.diffusion),  static_cast<T>(m.chemotaxis),    static_cast<T>(effective_saturation(m)),
           static_cast<T>(m.haptotaxis), static_cast<T>(m.fn_production), static_cast<T>(m.fn_uptake),
           static_cast<T>(m.taf_uptake), static_cast<T>(m.taf_diffusion)};
+}
+template <class T>
+SIMKIT_HD inline T effective_saturation(const TypedModelParams<T>& m) {
+  return m.chemo_saturation;
 }
 
 template <class T, class P>
 SIMKIT_HD inline T chemotactic_sensitivity(const P& m, T c) {
-  return static_cast<T>(m.chemotaxis) / (T(1) + static_cast<T>(m.chemo_saturation) * c);
+  return static_cast<T>(m.chemotaxis) / (T(1) + static_cast<T>(effective_saturation(m)) * c);
 }
 
 // The values of c and f at a node and its six neighbours, in direction order
@@ -53,7 +69,7 @@ template <int kDims, class T, class P>
 SIMKIT_HD inline void movement_coefficients_fixed(const P& m, T a, const Stencil<T>& s, T p[7]) {
   constexpr int dims = kDims;
   const T D = static_cast<T>(m.diffusion), rho = static_cast<T>(m.haptotaxis);
-  const T alpha = static_cast<T>(m.chemo_saturation);
+  const T alpha = static_cast<T>(effective_saturation(m));
   // One division: 1/(1 + alpha c) gives chi and the saturation term's alpha chi / (1 + alpha c).
   const T saturation = T(1) / (T(1) + alpha * s.c[0]);
   const T chi = static_cast<T>(m.chemotaxis) * saturation;

@@ -21,6 +21,8 @@ void expect_same(const Realisation& a, const Realisation& b, const std::string& 
   EXPECT_EQ(a.reach_time, b.reach_time);
   EXPECT_EQ(a.branches, b.branches);
   EXPECT_EQ(a.anastomoses, b.anastomoses);
+  for (int k = 0; k < kFusionKinds; ++k) EXPECT_EQ(a.anastomoses_by_kind[k], b.anastomoses_by_kind[k]) << k;
+  EXPECT_EQ(a.passes, b.passes);
   EXPECT_EQ(a.sprouts, b.sprouts);
   EXPECT_EQ(a.moves, b.moves);
   EXPECT_EQ(a.clipped_draws, b.clipped_draws);
@@ -30,16 +32,43 @@ void expect_same(const Realisation& a, const Realisation& b, const std::string& 
     EXPECT_EQ(a.segments[k].to, b.segments[k].to) << k;
     EXPECT_EQ(a.segments[k].birth_step, b.segments[k].birth_step) << k;
     EXPECT_EQ(a.segments[k].generation, b.segments[k].generation) << k;
+    EXPECT_EQ(a.segments[k].sprout, b.segments[k].sprout) << k;
+    EXPECT_EQ(a.segments[k].kind, b.segments[k].kind) << k;
   }
   EXPECT_EQ(a.occupied, b.occupied);
   EXPECT_EQ(a.branch_points, b.branch_points);
   EXPECT_EQ(a.anastomosis_points, b.anastomosis_points);
+  EXPECT_EQ(a.anastomosis_kinds, b.anastomosis_kinds);
   EXPECT_EQ(a.active_tip_nodes, b.active_tip_nodes);
   ASSERT_EQ(a.metrics.size(), b.metrics.size());
   for (std::size_t s = 0; s < a.metrics.size(); ++s) {
     EXPECT_EQ(a.metrics[s].tips, b.metrics[s].tips) << s;
     EXPECT_EQ(a.metrics[s].front, b.metrics[s].front) << s;
     EXPECT_EQ(a.metrics[s].length, b.metrics[s].length) << s;
+    for (int k = 0; k < kFusionKinds; ++k) EXPECT_EQ(a.metrics[s].anastomoses_by_kind[k], b.metrics[s].anastomoses_by_kind[k]);
+  }
+}
+
+// Random rule choices (docs/angio.md, "Rules"): every anastomosis rule, fork, uptake, weights,
+// daughter placement, branching probability and density condition, back steps, explicit sprouts.
+void randomise_rules(HybridProblem& p, std::mt19937_64& gen) {
+  std::uniform_real_distribution<double> u(0, 1);
+  HybridParams& h = p.hybrid;
+  const int rule = static_cast<int>(u(gen) * 4);
+  h.anastomosis = static_cast<AnastomosisRule>(rule);
+  h.anastomosis_window = 1 + static_cast<int>(u(gen) * 12);
+  h.fork_passes = u(gen) < 0.5;
+  h.uptake = u(gen) < 0.5 ? Uptake::Tip : Uptake::Trail;
+  h.weights = u(gen) < 0.5 ? MoveWeights::OneSided : MoveWeights::Central;
+  h.daughter = u(gen) < 0.5 ? DaughterPlacement::Uniform : DaughterPlacement::Weights;
+  h.branch_always = u(gen) < 0.3;
+  h.branch_density = u(gen) < 0.4 ? 3 * u(gen) : 0.0;
+  h.back_steps = u(gen) < 0.5;
+  p.model.sensitivity = u(gen) < 0.5 ? Sensitivity::Constant : Sensitivity::Receptor;
+  if (u(gen) < 0.3) {
+    h.sprouts = 0;
+    h.sprouts_at = {SproutPosition(0.2), SproutPosition(0.55), SproutPosition(0.8)};
+    if (p.grid.nz > 1) h.sprouts_at[1].z = 0.3;
   }
 }
 
@@ -51,7 +80,7 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(20261122);
   std::uniform_real_distribution<double> u(0, 1);
-  for (int trial = 0; trial < 8; ++trial) {
+  for (int trial = 0; trial < 16; ++trial) {
     HybridProblem p;
     const bool three_d = trial % 2 == 1;
     const int nx = 21 + static_cast<int>(u(gen) * 40);
@@ -66,6 +95,7 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     p.hybrid.psi = 20 * p.dt * u(gen);
     p.hybrid.sprouts = trial % 3 == 1 ? 0 : 1 + static_cast<int>(u(gen) * 6);
     p.hybrid.max_tips = trial == 5 ? 4 : 100000;
+    if (trial >= 2) randomise_rules(p, gen);  // trials 0 and 1 keep the default rules
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial) * 77;
     const int replicates = 24;
     // Odd trials download every realisation's log on its own, even ones in one strided copy.
@@ -99,7 +129,9 @@ TEST(AngioHybridCuda, EnsembleEntryPointEqualsCpu) {
 // bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities.
 TEST(AngioHybridCuda, TafDiffusionEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  for (int nz : {1, 11}) {
+  std::mt19937_64 gen(7);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int nz = trial % 2 == 0 ? 1 : 11;
     HybridProblem p;
     p.grid = Grid{41, 33, nz, 1.0 / 40};
     p.model.taf_diffusion = 0.002;
@@ -108,6 +140,10 @@ TEST(AngioHybridCuda, TafDiffusionEqualsReferenceBitwise) {
     p.dt = 0.9 * p.grid.h * p.grid.h / (2 * p.grid.dims() * p.model.taf_diffusion);
     p.hybrid.t_max = 300 * p.dt;
     p.hybrid.psi = 30 * p.dt;
+    if (trial >= 2) {
+      randomise_rules(p, gen);
+      p.hybrid.uptake = Uptake::Tip;  // the stencil's n from the tips' positions
+    }
     const int replicates = 12;
     const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 31, replicates, 0, {}, {16, 4});
     for (int r = 0; r < replicates; ++r) {

@@ -30,22 +30,42 @@ using simkit::test::slurp;
 
 std::int64_t node_of(const Grid& g, int i, int j, int l) { return static_cast<std::int64_t>(g.index(i, j, l)); }
 
+// A metrics row; `kinds` are the anastomoses by FusionKind (own, parent-daughter, sprout, vessel).
+MetricsRow row(std::int64_t step, double t, std::int64_t tips, std::int64_t sprouts, std::int64_t branches,
+               std::array<std::int64_t, kFusionKinds> kinds, double length, double front) {
+  MetricsRow m;
+  m.step = step;
+  m.t = t;
+  m.tips = tips;
+  m.sprouts = sprouts;
+  m.branches = branches;
+  for (int k = 0; k < kFusionKinds; ++k) {
+    m.anastomoses_by_kind[k] = kinds[static_cast<std::size_t>(k)];
+    m.anastomoses += kinds[static_cast<std::size_t>(k)];
+  }
+  m.length = length;
+  m.front = front;
+  return m;
+}
+
 // ---------------------------------------------------------------------------------------------
 // CSV files
 
 TEST(AngioHybridIo, MetricsCsvHasTheHeaderAndExactRows) {
   test::TempDir dir;
   std::vector<MetricsRow> rows(2);
-  rows[0] = {0, 0.0, 3, 3, 0, 0, 0.15, 0.05};
-  rows[1] = {1, 0.1, 4, 4, 1, 2, 1.0 / 3, 0.1};
+  rows[0] = row(0, 0.0, 3, 3, 0, {0, 0, 0, 0}, 0.15, 0.05);
+  rows[1] = row(1, 0.1, 4, 4, 1, {1, 0, 0, 1}, 1.0 / 3, 0.1);
   write_metrics_csv(dir / "m.csv", rows);
-  EXPECT_EQ(slurp(dir / "m.csv"),
-            "step,t,tips,sprouts,branches,anastomoses,length,front\n"
-            "0,0,3,3,0,0,0.14999999999999999,0.050000000000000003\n"
-            "1,0.10000000000000001,4,4,1,2,0.33333333333333331,0.10000000000000001\n");
+  const std::string header =
+      "step,t,tips,sprouts,branches,anastomoses,anastomoses_own,anastomoses_parent_daughter,anastomoses_sprout,"
+      "anastomoses_vessel,length,front\n";
+  EXPECT_EQ(slurp(dir / "m.csv"), header +
+                                      "0,0,3,3,0,0,0,0,0,0,0.14999999999999999,0.050000000000000003\n"
+                                      "1,0.10000000000000001,4,4,1,2,1,0,0,1,0.33333333333333331,0.10000000000000001\n");
 
   write_metrics_csv(dir / "empty.csv", {});
-  EXPECT_EQ(slurp(dir / "empty.csv"), "step,t,tips,sprouts,branches,anastomoses,length,front\n");
+  EXPECT_EQ(slurp(dir / "empty.csv"), header);
 }
 
 TEST(AngioHybridIo, EnsembleCsvLeavesReachTimeEmptyWhenNotReached) {
@@ -56,22 +76,27 @@ TEST(AngioHybridIo, EnsembleCsvLeavesReachTimeEmptyWhenNotReached) {
   ensemble[0].reach_time = 1.25;
   ensemble[0].branches = 4;
   ensemble[0].anastomoses = 2;
-  ensemble[0].metrics = {MetricsRow{0, 0, 1, 1, 0, 0, 0.05, 0.05}, MetricsRow{1, 0.1, 1, 1, 0, 0, 0.7, 0.3}};
+  ensemble[0].anastomoses_by_kind[1] = 1;
+  ensemble[0].anastomoses_by_kind[3] = 1;
+  ensemble[0].passes = 3;
+  ensemble[0].metrics = {row(0, 0, 1, 1, 0, {0, 0, 0, 0}, 0.05, 0.05), row(1, 0.1, 1, 1, 0, {0, 0, 0, 0}, 0.7, 0.3)};
   ensemble[1].seed = 8;
   ensemble[1].reached = false;
   ensemble[1].reach_time = 99;  // ignored: not reached
   ensemble[1].branches = 0;
   ensemble[1].anastomoses = 5;
-  ensemble[1].metrics = {MetricsRow{0, 0, 1, 1, 0, 0, 0.1, 0.05}};
+  ensemble[1].anastomoses_by_kind[2] = 5;
+  ensemble[1].metrics = {row(0, 0, 1, 1, 0, {0, 0, 0, 0}, 0.1, 0.05)};
   ensemble[2].seed = 18446744073709551615ULL;  // the largest seed prints in full
   ensemble[2].reached = true;
   ensemble[2].reach_time = 0.1;
   write_ensemble_csv(dir / "ensemble.csv", ensemble);
   EXPECT_EQ(slurp(dir / "ensemble.csv"),
-            "realisation,seed,reach_time,branches,anastomoses,length\n"
-            "0,7,1.25,4,2,0.69999999999999996\n"
-            "1,8,,0,5,0.10000000000000001\n"
-            "2,18446744073709551615,0.10000000000000001,0,0,0\n");
+            "realisation,seed,reach_time,branches,anastomoses,anastomoses_own,anastomoses_parent_daughter,"
+            "anastomoses_sprout,anastomoses_vessel,passes,length,front\n"
+            "0,7,1.25,4,2,0,1,0,1,3,0.69999999999999996,0.29999999999999999\n"
+            "1,8,,0,5,0,0,5,0,0,0.10000000000000001,0.050000000000000003\n"
+            "2,18446744073709551615,0.10000000000000001,0,0,0,0,0,0,0,0,0\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,9 +305,9 @@ TEST(AngioHybridIo, NetworkVtpHasPointsLinesAndCellData) {
   const Grid& g = p.grid;
   Realisation r;
   // A sprout from the vessel along x, and a branch in y from its second node.
-  r.segments = {Segment{node_of(g, 0, 1, 2), node_of(g, 1, 1, 2), 0, 0},
-                Segment{node_of(g, 1, 1, 2), node_of(g, 2, 1, 2), 3, 0},
-                Segment{node_of(g, 1, 1, 2), node_of(g, 1, 2, 2), 7, 1}};
+  r.segments = {Segment{node_of(g, 0, 1, 2), node_of(g, 1, 1, 2), 0, 0, 0, SegmentKind::Move},
+                Segment{node_of(g, 1, 1, 2), node_of(g, 2, 1, 2), 3, 0, 0, SegmentKind::Move},
+                Segment{node_of(g, 1, 1, 2), node_of(g, 1, 2, 2), 7, 1, 0, SegmentKind::Move}};
   test::TempDir dir;
   write_network_vtp(dir / "network.vtp", p, r);
   const std::string text = slurp(dir / "network.vtp");
@@ -340,7 +365,7 @@ TEST(AngioHybridIo, SegmentOutsideTheGridIsAnInternalError) {
   p.grid = Grid{4, 4, 1, 0.25};
   p.dt = 0.01;
   Realisation r;
-  r.segments = {Segment{0, 16, 0, 0}};
+  r.segments = {Segment{0, 16, 0, 0, 0, SegmentKind::Move}};
   test::TempDir dir;
   EXPECT_THROW(write_network_vtp(dir / "network.vtp", p, r), InternalError);
   EXPECT_THROW(write_network_png(dir.path(), p, r), InternalError);
@@ -398,9 +423,9 @@ TEST(AngioHybridIo, NetworkPng2dHasOnePanelWithVesselAndSegments) {
   p.dt = 0.01;
   const Grid& g = p.grid;
   Realisation r;
-  r.segments = {Segment{node_of(g, 0, 5, 0), node_of(g, 1, 5, 0), 0, 0},
-                Segment{node_of(g, 1, 5, 0), node_of(g, 2, 5, 0), 1, 0},
-                Segment{node_of(g, 2, 5, 0), node_of(g, 2, 6, 0), 2, 1}};
+  r.segments = {Segment{node_of(g, 0, 5, 0), node_of(g, 1, 5, 0), 0, 0, 0, SegmentKind::Move},
+                Segment{node_of(g, 1, 5, 0), node_of(g, 2, 5, 0), 1, 0, 0, SegmentKind::Move},
+                Segment{node_of(g, 2, 5, 0), node_of(g, 2, 6, 0), 2, 1, 0, SegmentKind::Move}};
   test::TempDir dir;
   const std::vector<fs::path> files = write_network_png(dir.path(), p, r);
   ASSERT_EQ(files, std::vector<fs::path>{dir / "network.png"});
@@ -435,8 +460,8 @@ TEST(AngioHybridIo, NetworkPng3dHasXyAndXzPanels) {
   const Grid& g = p.grid;
   Realisation r;
   // Along x at (j, l) = (2, 1), then up in z.
-  r.segments = {Segment{node_of(g, 0, 2, 1), node_of(g, 1, 2, 1), 0, 0},
-                Segment{node_of(g, 1, 2, 1), node_of(g, 1, 2, 2), 1, 0}};
+  r.segments = {Segment{node_of(g, 0, 2, 1), node_of(g, 1, 2, 1), 0, 0, 0, SegmentKind::Move},
+                Segment{node_of(g, 1, 2, 1), node_of(g, 1, 2, 2), 1, 0, 0, SegmentKind::Move}};
   test::TempDir dir;
   write_network_png(dir.path(), p, r);
   const auto png = read_png(dir / "network.png");
@@ -495,19 +520,28 @@ TEST(AngioHybridIo, FilesOfAReferenceRealisationAgreeWithIt) {
   ASSERT_EQ(lines.size(), r.metrics.size() + 1);
   for (std::size_t k = 0; k < r.metrics.size(); ++k) {
     const MetricsRow& m = r.metrics[k];
-    EXPECT_EQ(lines[k + 1], fmt::format("{},{:.17g},{},{},{},{},{:.17g},{:.17g}", m.step, m.t, m.tips, m.sprouts,
-                                        m.branches, m.anastomoses, m.length, m.front));
+    const std::int64_t* kinds = m.anastomoses_by_kind;
+    EXPECT_EQ(lines[k + 1],
+              fmt::format("{},{:.17g},{},{},{},{},{},{},{},{},{:.17g},{:.17g}", m.step, m.t, m.tips, m.sprouts,
+                          m.branches, m.anastomoses, kinds[0], kinds[1], kinds[2], kinds[3], m.length, m.front));
   }
   const std::vector<std::string> rows = lines_of(slurp(dir / "ensemble.csv"));
   ASSERT_EQ(rows.size(), 3u);
   const std::string reach = r.reached ? fmt::format("{:.17g}", r.reach_time) : "";
-  EXPECT_EQ(rows[2], fmt::format("1,3,{},{},{},{:.17g}", reach, r.branches, r.anastomoses, r.metrics.back().length));
+  const std::int64_t* kinds = r.anastomoses_by_kind;
+  EXPECT_EQ(rows[2], fmt::format("1,3,{},{},{},{},{},{},{},{},{:.17g},{:.17g}", reach, r.branches, r.anastomoses,
+                                 kinds[0], kinds[1], kinds[2], kinds[3], r.passes, r.metrics.back().length,
+                                 r.metrics.back().front));
 
   const Vtp v = parse_vtp(slurp(dir / "network.vtp"));
   EXPECT_EQ(v.lines, static_cast<long>(r.segments.size()));
   ASSERT_EQ(v.arrays.at("birth_time").size(), r.segments.size());
+  ASSERT_EQ(v.arrays.at("sprout").size(), r.segments.size());
+  ASSERT_EQ(v.arrays.at("kind").size(), r.segments.size());
   for (std::size_t s = 0; s < r.segments.size(); ++s) {
     EXPECT_EQ(v.arrays.at("birth_time")[s], r.segments[s].birth_step * p.dt) << s;
+    EXPECT_EQ(v.arrays.at("sprout")[s], r.segments[s].sprout) << s;
+    EXPECT_EQ(v.arrays.at("kind")[s], static_cast<int>(r.segments[s].kind)) << s;
   }
   const auto png = read_png(dir / "network.png");
   ASSERT_TRUE(png);
