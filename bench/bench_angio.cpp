@@ -7,9 +7,14 @@
 // and the naive one-thread-per-node kernel, the baseline of docs/performance.md.
 #include <benchmark/benchmark.h>
 
+#include <omp.h>
+
+#include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "angio/angio.hpp"
 #include "angio/cuda_tuning.hpp"
@@ -43,6 +48,33 @@ const Fields<T>& initial(int which) {
 }
 
 [[maybe_unused]] double copy_bandwidth_gbs = 0;  // measured once (CUDA builds), read + write bytes/s / 1e9
+double host_copy_gbs = 0;                         // the host's, measured once: read + write bytes/s / 1e9
+
+// The host's memory bandwidth: every OpenMP thread copies its share of a 1 GiB buffer (memcpy, first
+// touched by the same thread), best of 10; bytes read plus bytes written, as for the device.
+void measure_host_copy_bandwidth() {
+  const std::size_t bytes = std::size_t{1} << 30;
+  std::vector<char> a(bytes), b(bytes);
+  double best = 1e30;
+  for (int r = 0; r < 11; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel
+    {
+      const std::size_t workers = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t first = bytes * me / workers, last = bytes * (me + 1) / workers;
+      if (r == 0) {
+        std::memset(a.data() + first, 1, last - first);  // first touch on this thread's memory
+        std::memset(b.data() + first, 0, last - first);
+      } else {
+        std::memcpy(b.data() + first, a.data() + first, last - first);
+      }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) best = std::min(best, seconds);
+  }
+  host_copy_gbs = 2.0 * static_cast<double>(bytes) / best / 1e9;
+}
 
 #ifdef SIMKIT_HAVE_CUDA
 void measure_copy_bandwidth() {
@@ -120,6 +152,13 @@ void run_case(benchmark::State& state) {
   state.counters["Gnode_updates_per_s"] = benchmark::Counter(total_steps * nodes / 1e9, benchmark::Counter::kIsRate);
   state.counters["effective_GBps"] =
       benchmark::Counter(total_steps * nodes * bytes_per_node_step(p.precision) / 1e9, benchmark::Counter::kIsRate);
+  // The fraction of the copy bandwidth measured in this process: the device's for cuda, the host's
+  // for the host backends (effective bytes per second over copy bytes per second).
+  const double copy = backend == Backend::Cuda ? copy_bandwidth_gbs : host_copy_gbs;
+  if (copy > 0) {
+    state.counters["of_copy"] = benchmark::Counter(
+        total_steps * nodes * bytes_per_node_step(p.precision) / 1e9 / copy, benchmark::Counter::kIsRate);
+  }
   state.SetLabel(solver->device());
 }
 
@@ -234,6 +273,9 @@ BENCHMARK(BM_AngioHybrid)
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  measure_host_copy_bandwidth();
+  benchmark::AddCustomContext("host_copy_GBps_read_plus_write", std::to_string(host_copy_gbs));
+  benchmark::AddCustomContext("host_threads", std::to_string(omp_get_max_threads()));
 #ifdef SIMKIT_HAVE_CUDA
   if (cuda_status().usable) {
     initialize_cuda_device(0);

@@ -134,9 +134,10 @@ SIMKIT_HD inline T face_flux(const P& m, T c_lo, T c_hi, T f_lo, T f_hi, T n_lo,
 //   f' = f + k (beta n - gamma n f),   c' = c + k (D_c Lap c / h^2 - eta n c)
 // Dimension and form are template parameters so that every loop unrolls and the 7-point arrays
 // stay in registers on the GPU; update_node below picks the instance at run time.
-template <int kDims, bool kFlux, class T, class P>
-SIMKIT_HD inline void update_node_fixed(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
-                                        T& n_out, T& f_out, T& c_out) {
+// kTaf: whether D_c != 0 (update_node_fixed decides at run time; vectorised loops decide once).
+template <int kDims, bool kFlux, bool kTaf, class T, class P>
+SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
+                                      T& n_out, T& f_out, T& c_out) {
   constexpr int dims = kDims;
   T n_new;
   if constexpr (kFlux) {
@@ -161,12 +162,22 @@ SIMKIT_HD inline void update_node_fixed(const P& m, const StepConstants<T>& sc, 
   // TAF diffusion is off in A&C (D_c = 0): skipping its Laplacian then changes no bit (0 - x is
   // exactly -x) and saves a tenth of the step's arithmetic, which is what bounds the fp32 kernel.
   T taf_diffusion = 0;
-  if (m.taf_diffusion != 0) {
+  if constexpr (kTaf) {
     T lap_c = -T(2 * dims) * c0;
     for (int d = 1; d < 1 + 2 * dims; ++d) lap_c += s.c[d];
     taf_diffusion = static_cast<T>(m.taf_diffusion) * lap_c * sc.inv_h2;
   }
   c_out = c0 + sc.k * (taf_diffusion - static_cast<T>(m.taf_uptake) * n0 * c0);
+}
+
+template <int kDims, bool kFlux, class T, class P>
+SIMKIT_HD inline void update_node_fixed(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
+                                        T& n_out, T& f_out, T& c_out) {
+  if (m.taf_diffusion != 0) {
+    update_node_taf<kDims, kFlux, true>(m, sc, n, s, n_out, f_out, c_out);
+  } else {
+    update_node_taf<kDims, kFlux, false>(m, sc, n, s, n_out, f_out, c_out);
+  }
 }
 
 template <class T, class P>

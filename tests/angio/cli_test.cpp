@@ -418,6 +418,86 @@ TEST(AngioCli, HybridBadInputIsRefused) {
   expect_user_error({"--model", "hexagonal"}, {"--model"});
 }
 
+// The rule flags reach the run (result.json's "rules") and the same rules from a configuration
+// file give the same files; the example angio_tda.toml runs as shipped (a few realisations).
+TEST(AngioCli, HybridRuleFlagsAndKeys) {
+  TempDir tmp;
+  const std::vector<std::string> base = {"--model", "hybrid", "--grid", "41,41,1", "--t-max", "2",  "--replicates",
+                                         "3",       "--seed", "9",      "-q",      "--backend", "cpu", "--no-quicklook"};
+  std::vector<std::string> flags = base;
+  flags.insert(flags.end(), {"--anastomosis", "window:5", "--fork", "fuse", "--uptake", "tip", "--branch-probability",
+                             "one", "--branch-density", "1.5", "--daughter", "uniform", "--back-steps", "--weights",
+                             "one-sided", "--sensitivity", "constant", "--sprouts-at", "0.2,0.45,0.8", "--psi", "0.1"});
+  CommandResult r = angio_run(tmp / "flags", flags);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json result = json::parse(slurp(tmp / "flags" / "result.json"));
+  const json& rules = result.at("rules");
+  EXPECT_EQ(rules.at("anastomosis"), "window:5");
+  EXPECT_EQ(rules.at("fork"), "fuse");
+  EXPECT_EQ(rules.at("uptake"), "tip");
+  EXPECT_EQ(rules.at("branch_probability"), "one");
+  EXPECT_EQ(rules.at("branch_density"), 1.5);
+  EXPECT_EQ(rules.at("daughter"), "uniform");
+  EXPECT_EQ(rules.at("back_steps"), true);
+  EXPECT_EQ(rules.at("weights"), "one-sided");
+  EXPECT_EQ(rules.at("sensitivity"), "constant");
+  for (const char* kind : {"own", "parent_daughter", "sprout", "vessel"})
+    EXPECT_TRUE(result.at("anastomoses_by_kind").contains(kind)) << kind;
+  EXPECT_TRUE(contains(lines_of(slurp(tmp / "flags" / "ensemble.csv"))[0], "anastomoses_own"));
+  // Three sprouts where asked: the first metrics row counts 3.
+  EXPECT_TRUE(lines_of(slurp(tmp / "flags" / "metrics" / "realisation_00000.csv"))[1].starts_with("0,0,3,3,"));
+
+  const fs::path config = tmp.write("rules.toml",
+                                    "model = \"hybrid\"\nseed = 9\n[grid]\nsize = [41, 41, 1]\n[time]\nt_max = 2\n"
+                                    "[parameters]\nsensitivity = \"constant\"\n[hybrid]\nreplicates = 3\npsi = 0.1\n"
+                                    "anastomosis = \"window:5\"\nfork = \"fuse\"\nuptake = \"tip\"\n"
+                                    "branch_probability = \"one\"\nbranch_density = 1.5\ndaughter = \"uniform\"\n"
+                                    "back_steps = true\nweights = \"one-sided\"\nsprouts_at = [0.2, 0.45, 0.8]\n");
+  r = angio_run(tmp / "config", {"--config", config.string(), "--backend", "cpu", "--no-quicklook"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(slurp(tmp / "config" / "ensemble.csv"), slurp(tmp / "flags" / "ensemble.csv"));
+  EXPECT_EQ(slurp(tmp / "config" / "network.vtp"), slurp(tmp / "flags" / "network.vtp"));
+
+  const fs::path example = fs::path(SIMKIT_SOURCE_DIR) / "examples" / "angio" / "angio_tda.toml";
+  r = angio_run(tmp / "tda", {"--config", example.string(), "--replicates", "4", "--backend", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const json tda = json::parse(slurp(tmp / "tda" / "result.json"));
+  EXPECT_EQ(tda.at("rules").at("anastomosis"), "other-active");
+  EXPECT_EQ(tda.at("reached"), 4);
+}
+
+TEST(AngioCli, HybridBadRuleValuesAreRefused) {
+  const std::vector<std::string> base = {"--model", "hybrid", "--grid", "21,21,1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_user_error(with({"--anastomosis", "window:0"}), {"--anastomosis", "window:N"});
+  expect_user_error(with({"--anastomosis", "self"}), {"--anastomosis"});
+  expect_user_error(with({"--fork", "maybe"}), {"--fork"});
+  expect_user_error(with({"--uptake", "tips"}), {"--uptake"});
+  expect_user_error(with({"--weights", "upwind"}), {"--weights"});
+  expect_user_error(with({"--daughter", "left"}), {"--daughter"});
+  expect_user_error(with({"--branch-probability", "2"}), {"--branch-probability"});
+  expect_user_error(with({"--branch-density", "-1"}), {"--branch-density"});
+  expect_user_error(with({"--branch-density", "nan"}), {"--branch-density"});
+  expect_user_error(with({"--sensitivity", "hill"}), {"--sensitivity"});
+  expect_user_error(with({"--sprouts-at", "0.1,,0.5"}), {"--sprouts-at"});
+  expect_user_error(with({"--sprouts-at", "0.5,0.51"}), {"--sprouts-at", "same node"});
+  expect_user_error(with({"--sprouts-at", "1.2"}), {"--sprouts-at", "y = 1.2"});
+  expect_user_error(with({"--sprouts-at", "0.5:0.5"}), {"--sprouts-at", "2D"});
+  expect_user_error(with({"--sprouts-at", "0.5", "--sprouts", "3"}), {"--sprouts", "--sprouts-at"});
+  expect_user_error({"--grid", "21,21,1", "--anastomosis", "any"}, {"--model hybrid"});
+  TempDir tmp;
+  const fs::path bad = tmp.write("bad.toml", "model = \"hybrid\"\n[hybrid]\nanastomosis = \"window:x\"\n");
+  expect_user_error({"--config", bad.string()}, {"bad.toml", ":3", "hybrid.anastomosis"});
+  const fs::path bad_at = tmp.write("bad_at.toml", "model = \"hybrid\"\n[hybrid]\nsprouts_at = [[0.2, 1.5]]\n");
+  expect_user_error({"--config", bad_at.string()}, {"bad_at.toml", ":3", "hybrid.sprouts_at"});
+  const fs::path bad_s = tmp.write("bad_s.toml", "model = \"hybrid\"\n[parameters]\nsensitivity = 1\n");
+  expect_user_error({"--config", bad_s.string()}, {"bad_s.toml", ":3", "parameters.sensitivity"});
+}
+
 // The hybrid model from a configuration file: [hybrid] keys, the branching table, the model's
 // parameters; bad keys and values name the file, the line and the key.
 // A second, smaller ensemble into the same --out leaves metrics/ matching ensemble.csv; without any
