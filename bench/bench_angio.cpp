@@ -116,7 +116,7 @@ BENCHMARK(BM_CopyBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Args: backend (1 reference, 2 cpu, 3 cuda), precision (0 fp32, 1 fp64), grid (0, 1, 2),
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
-// (cuda: the block's tile is tile by 256 / tile nodes).
+// (cuda: the block's tile is tile by 256 / tile nodes), pair (cuda: two steps per pass).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -138,6 +138,7 @@ void run_case(benchmark::State& state) {
     tuning.chunk = static_cast<int>(state.range(4));
     tuning.naive = state.range(5) != 0;
     tuning.tile_x = static_cast<int>(state.range(7));
+    tuning.pair = state.range(8) != 0;
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
   } else {
     solver = make_solver<T>(p, u0, backend, options);
@@ -166,38 +167,44 @@ void BM_AngioFp32(benchmark::State& state) { run_case<float>(state); }
 void BM_AngioFp64(benchmark::State& state) { run_case<double>(state); }
 
 void cuda_cases(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile"});
-  for (int tile : {32, 64, 128}) {
-    for (int chunk : {0, 8, 16, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, tile});
-    b->Args({3, 0, 0, 0, 0, 1, 0, tile});  // naive kernel
-  }
-  b->Args({3, 0, 0, 0, 8, 0, 1, 32});  // series every call (10 steps)
-  b->Args({3, 0, 0, 1, 8, 0, 0, 32});  // flux form
-  b->Args({3, 0, 0, 1, 0, 1, 0, 32});  // flux form, naive
-  b->Args({3, 0, 1, 0, 8, 0, 0, 32});  // 200 x 200 x 70
-  b->Args({3, 0, 2, 0, 8, 0, 0, 32});  // 2048 x 2048 (2D)
-  b->Args({2, 0, 0, 0, 0, 0, 0, 32});  // cpu
-  b->Args({1, 0, 0, 0, 0, 0, 0, 32});  // reference
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "pair"});
+  for (int chunk : {8, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 0});  // marching
+  for (int chunk : {0, 35, 14}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 1});  // two steps per pass
+  b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0});   // naive kernel
+  b->Args({3, 0, 0, 0, 8, 0, 1, 32, 0});   // series every call (10 steps)
+  b->Args({3, 0, 0, 0, 35, 0, 1, 32, 1});  // series, pairs
+  b->Args({3, 0, 0, 1, 8, 0, 0, 32, 0});   // flux form
+  b->Args({3, 0, 0, 1, 35, 0, 0, 32, 1});  // flux form, pairs
+  b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0});   // flux form, naive
+  b->Args({3, 0, 1, 0, 8, 0, 0, 32, 0});   // 200 x 200 x 70
+  b->Args({3, 0, 2, 0, 8, 0, 0, 32, 0});   // 2048 x 2048 (2D)
+  b->Args({3, 0, 2, 0, 8, 0, 0, 32, 1});   // 2048 x 2048 (2D), pairs
+  b->Args({2, 0, 0, 0, 0, 0, 0, 32, 0});   // cpu
+  b->Args({2, 0, 0, 1, 0, 0, 0, 32, 0});   // cpu, flux
+  b->Args({1, 0, 0, 0, 0, 0, 0, 32, 0});   // reference
 }
 void cuda_cases64(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile"});
-  for (int tile : {32, 64}) {
-    b->Args({3, 1, 0, 0, 16, 0, 0, tile});
-    b->Args({3, 1, 0, 0, 0, 1, 0, tile});
-  }
-  b->Args({2, 1, 0, 0, 0, 0, 0, 32});
-  b->Args({1, 1, 0, 0, 0, 0, 0, 32});
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "pair"});
+  b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0});  // marching
+  b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0});   // naive
+  for (int chunk : {0, 35, 14}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1});  // two steps per pass
+  b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0});   // flux, naive
+  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 1});  // flux, pairs
+  b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0});   // cpu
+  b->Args({1, 1, 0, 0, 0, 0, 0, 32, 0});   // reference
 }
 BENCHMARK(BM_AngioFp32)->Apply(cuda_cases)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 
-// The hybrid model's ensembles (issue 5): R realisations to the reach time or t = 20, k = 0.01,
-// D_c = 0, linear TAF. Args: backend (2 cpu, 3 cuda), grid (0: 200^3 with h = 1/199, 1: 400 x 400
-// x 140, 2: the 2D 201^2 case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only),
-// D_c x 10^4 (0, or 3: TAF diffusion with D_c = 0.0003, a c field per realisation).
+// The hybrid model's ensembles: R realisations to the reach time or t_max, k = 0.01, linear TAF.
+// Args: backend (2 cpu, 3 cuda), grid (0: 200^3 with h = 1/199, 1: 400 x 400 x 140, 2: the 2D 201^2
+// case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only), D_c x 10^4 (0, or 3:
+// TAF diffusion with D_c = 0.0003, a c field per realisation), rule (0: the defaults, 1:
+// anastomosis "any", the rule before docs/angio.md's "Anastomosis"), t_max x 10.
 // Time is end to end (initial fields, upload, kernels, rebuilding every realisation on the host);
 // counters give realisations/s, the mean steps, segments and reach fraction, and for cuda the
-// kernel-only time.
+// kernel-only time; with D_c > 0 also the stencil's bytes per second and its fraction of the copy
+// bandwidth (20 bytes per node and realisation-step: read c and the node's occupation, write c).
 void BM_AngioHybrid(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
   HybridProblem p;
@@ -207,12 +214,14 @@ void BM_AngioHybrid(benchmark::State& state) {
   p.dt = 0.01;
   p.model.haptotaxis = static_cast<double>(state.range(3)) / 100;
   p.model.taf_diffusion = static_cast<double>(state.range(4)) / 1e4;
+  if (state.range(5) == 1) p.hybrid.anastomosis = AnastomosisRule::Any;
+  p.hybrid.t_max = static_cast<double>(state.range(6)) / 10;
   const int replicates = static_cast<int>(state.range(2));
   if (backend == Backend::Cuda && !cuda_status().usable) {
     state.SkipWithError("no usable CUDA device");
     return;
   }
-  double steps = 0, segments = 0, reached = 0, moves = 0;
+  double steps = 0, segments = 0, reached = 0, moves = 0, branches = 0;
   [[maybe_unused]] double kernel = 0, upload = 0, download = 0, setup = 0, allocate = 0, rebuild = 0;
   for (auto _ : state) {
     std::vector<Realisation> ensemble;
@@ -229,11 +238,12 @@ void BM_AngioHybrid(benchmark::State& state) {
     }
 #endif
     if (backend != Backend::Cuda) ensemble = run_hybrid_ensemble(p, 1, replicates, backend, 0);
-    steps = segments = reached = moves = 0;
+    steps = segments = reached = moves = branches = 0;
     for (const Realisation& r : ensemble) {
       steps += static_cast<double>(r.steps);
       segments += static_cast<double>(r.segments.size());
       moves += static_cast<double>(r.moves);
+      branches += static_cast<double>(r.branches);
       reached += r.reached ? 1 : 0;
     }
   }
@@ -241,6 +251,7 @@ void BM_AngioHybrid(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(replicates), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["mean_steps"] = steps / replicates;
   state.counters["mean_segments"] = segments / replicates;
+  state.counters["mean_branches"] = branches / replicates;
   state.counters["mean_tip_steps"] = moves / replicates;
   state.counters["reached_fraction"] = reached / replicates;
   if (backend == Backend::Cuda) {
@@ -252,20 +263,27 @@ void BM_AngioHybrid(benchmark::State& state) {
     state.counters["allocate_s"] = allocate;
     state.counters["rebuild_s"] = rebuild;
     state.counters["kernel_ms_per_step"] = 1e3 * kernel / std::max(1.0, steps / replicates);
+    if (p.model.taf_diffusion > 0 && kernel > 0) {
+      // Every realisation sweeps its field each step it makes (steps summed over realisations).
+      const double bytes = 20.0 * static_cast<double>(p.grid.nodes()) * steps;
+      state.counters["stencil_GBps"] = bytes / kernel / 1e9;
+      if (copy_bandwidth_gbs > 0) state.counters["of_copy"] = bytes / kernel / 1e9 / copy_bandwidth_gbs;
+    }
   }
 }
 BENCHMARK(BM_AngioHybrid)
-    ->ArgNames({"backend", "grid", "R", "rho100", "Dc1e4"})
-    ->Args({3, 0, 1000, 34, 0})
-    ->Args({3, 0, 1000, 0, 0})
-    ->Args({2, 0, 1000, 34, 0})
-    ->Args({2, 0, 1000, 0, 0})
-    ->Args({3, 1, 1, 34, 0})
-    ->Args({3, 1, 1, 0, 0})
-    ->Args({3, 2, 1000, 0, 0})
-    ->Args({2, 2, 1000, 0, 0})
-    ->Args({3, 0, 100, 34, 3})
-    ->Args({2, 0, 16, 34, 3})
+    ->ArgNames({"backend", "grid", "R", "rho100", "Dc1e4", "any", "tmax10"})
+    ->Args({3, 0, 1000, 0, 0, 0, 200})    // chemotaxis only, 200^3, R = 1000
+    ->Args({2, 0, 1000, 0, 0, 0, 200})
+    ->Args({3, 0, 1000, 34, 0, 1, 200})   // A&C, the rule "any" (all tips anastomose by t ~ 3.7)
+    ->Args({2, 0, 1000, 34, 0, 1, 200})
+    ->Args({3, 0, 100, 34, 0, 0, 20})     // A&C, the default rules, to t = 2 (the networks grow without bound later)
+    ->Args({2, 0, 100, 34, 0, 0, 20})
+    ->Args({3, 1, 1, 0, 0, 0, 200})       // one large realisation
+    ->Args({3, 2, 1000, 0, 0, 0, 200})    // 2D
+    ->Args({2, 2, 1000, 0, 0, 0, 200})
+    ->Args({3, 0, 100, 34, 3, 0, 20})     // D_c > 0: a c field per realisation, to t = 2
+    ->Args({2, 0, 16, 34, 3, 0, 20})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: runs every test binary of the bundle (the gpu-labelled ones included) and
 # the benchmarks, without CMake or CTest, and ends with a short table. Logs go to $OUT when set.
-# Usage (from the repository root, .bundle carried): bash scripts/gpu-check.sh [--tests-only|--bench-only] [BENCH_FILTER]
+# Usage (from the repository root, .bundle carried):
+#   bash scripts/gpu-check.sh [--tests-only|--bench-only] [BENCH_FILTER]
+#   bash scripts/gpu-check.sh --profile BENCH_FILTER [KERNEL_REGEX]   (Nsight Compute on one kernel)
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
@@ -19,6 +21,19 @@ commit=$(cat "$bundle/COMMIT" 2>/dev/null | tr '\n' ' ')
 echo "== simkit info (bundle commit $commit)"
 "$bundle/simkit" info | tee "$out/info.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null | tee -a "$out/info.txt"
+
+if [ "$mode" = "--profile" ]; then
+  # One launch of the kernels matching KERNEL_REGEX inside the benchmark case BENCH_FILTER, with the
+  # sections that say where issue slots and memory go. Clocks are left as they are.
+  kernel="${3:-.}"
+  ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
+    --section MemoryWorkloadAnalysis --section LaunchStats \
+    "$bundle/bench_angio" --benchmark_filter="$filter" --benchmark_min_time=0.01 > "$out/ncu.txt" 2>&1
+  rc=$?
+  grep -vE '^==PROF==|^ +-+$' "$out/ncu.txt" | grep -E 'Duration|Throughput|Issue|Occupancy|Registers|Stall|Warp Cycles|Eligible|Active Warps|Hit Rate|Block Size|Executed Ipc|L1/TEX|L2|DRAM|Memory \[' | head -80
+  exit $rc
+fi
 
 rows=()
 failed=0
@@ -71,6 +86,21 @@ if [ "$mode" != "--bench-only" ]; then
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   [ $ok -eq 1 ] || { failed=1; cat "$out/angio-hybrid-cli.log"; }
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio hybrid CLI cuda=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
+  rm -rf "$d"
+  # the same with every rule option changed (Angio_TDA's rules, examples/angio/angio_tda.toml).
+  d=/tmp/simkit-angio-tda
+  rm -rf "$d" && mkdir -p "$d"
+  start=$(date +%s%N)
+  ok=1
+  args=(angio run --config "$here/examples/angio/angio_tda.toml" --replicates 64 -q --no-quicklook)
+  "$s" "${args[@]}" --backend cuda --out "$d/cuda" > "$out/angio-tda-cli.log" 2>&1 || ok=0
+  "$s" "${args[@]}" --backend cpu --out "$d/cpu" >> "$out/angio-tda-cli.log" 2>&1 || ok=0
+  for f in ensemble.csv network.vtp metrics/realisation_00063.csv; do
+    cmp "$d/cuda/$f" "$d/cpu/$f" >> "$out/angio-tda-cli.log" 2>&1 || ok=0
+  done
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $ok -eq 1 ] || { failed=1; cat "$out/angio-tda-cli.log"; }
+  rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "angio_tda.toml CLI cuda=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
   rm -rf "$d"  # ddm through the CLI: the GPU matchers' per-region counts and sorted pair lists equal the cpu's.
   d=/tmp/simkit-ddm-cli
   rm -rf "$d" && mkdir -p "$d"

@@ -155,6 +155,101 @@ __global__ void __launch_bounds__(kThreads, kMin)
   }
 }
 
+// Two steps per pass over memory (temporal blocking, docs/performance.md): a block owns a 32 x 8
+// tile of (i, j) columns and marches up its chunk of planes. For each plane l + 1 it first makes
+// the intermediate state u1 on the tile and a one-node ring around it (the first step, every
+// load through the caches, into a shared-memory ring of three planes), then the final state u2 of
+// plane l on the tile from those three u1 planes (the second step, stencil from shared memory).
+// Device memory sees each input once and each output once per two steps, for about 30 % more
+// arithmetic (the ring's first step is made twice, by the blocks on both sides). Both steps run
+// update_node_fixed with the reference's operand order: the same bits as two single steps.
+constexpr int kPairX = 32, kPairY = kThreads / kPairX;
+constexpr int kPairEx = kPairX + 2, kPairEy = kPairY + 2, kPairExt = kPairEx * kPairEy;
+
+template <class T, int kDims, bool kFlux, bool kReduce>
+__global__ void __launch_bounds__(kThreads)
+    pair_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const T* __restrict n,
+                const T* __restrict f, const T* __restrict c, T* __restrict n_out, T* __restrict f_out,
+                T* __restrict c_out, Partial* __restrict partials) {
+  __shared__ T ring[3][3][kPairExt];  // [plane % 3][n, f, c][extended tile, row-major]
+  const int i0 = blockIdx.x * kPairX, j0 = blockIdx.y * kPairY;
+  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int plane = static_cast<int>(g.plane);
+  // The first step at every extended-tile node of plane l that lies in the grid (corners are
+  // never read), into ring slot l % 3.
+  auto first = [&](int l) {
+    T* out = &ring[l % 3][0][0];
+    const int lp = upper_neighbour(l, g.nz) * plane, lm = lower_neighbour(l, g.nz) * plane, lc = l * plane;
+    for (int e = threadIdx.x; e < kPairExt; e += kThreads) {
+      const int ex = e % kPairEx, ey = e / kPairEx;
+      const int i = i0 - 1 + ex, j = j0 - 1 + ey;
+      const bool corner = (ex == 0 || ex == kPairEx - 1) && (ey == 0 || ey == kPairEy - 1);
+      if (corner || i < 0 || i >= g.nx || j < 0 || j >= g.ny) continue;
+      const int row = j * g.nx, col = row + i;
+      const int at[7] = {lc + col,
+                         lc + row + upper_neighbour(i, g.nx),
+                         lc + row + lower_neighbour(i, g.nx),
+                         lc + upper_neighbour(j, g.ny) * g.nx + i,
+                         lc + lower_neighbour(j, g.ny) * g.nx + i,
+                         lp + col,
+                         lm + col};
+      Stencil<T> s;
+      T nn[7];
+#pragma unroll
+      for (int d = 0; d < 7; ++d) {
+        s.c[d] = __ldg(c + at[d]);
+        s.f[d] = __ldg(f + at[d]);
+        nn[d] = __ldg(n + at[d]);
+      }
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, out[e], out[kPairExt + e], out[2 * kPairExt + e]);
+    }
+  };
+  const int tx = threadIdx.x % kPairX, ty = threadIdx.x / kPairX;
+  const int i = i0 + tx, j = j0 + ty;
+  const bool mine = i < g.nx && j < g.ny;
+  // The tile node's neighbours in the extended tile, mirrored at the grid's faces.
+  const int centre = (ty + 1) * kPairEx + tx + 1;
+  const int ip = centre + (upper_neighbour(i, g.nx) - i), im = centre + (lower_neighbour(i, g.nx) - i);
+  const int jp = centre + (upper_neighbour(j, g.ny) - j) * kPairEx, jm = centre + (lower_neighbour(j, g.ny) - j) * kPairEx;
+  const double wij = kReduce ? weight(i, g.nx) * weight(j, g.ny) : 0.0;
+  Partial part;
+  if (kReduce) empty(part);
+  if (l0 > 0) first(l0 - 1);
+  first(l0);
+  for (int l = l0; l < l1; ++l) {
+    if (l + 1 < g.nz) first(l + 1);
+    __syncthreads();
+    if (mine) {
+      const T* mid = &ring[l % 3][0][0];
+      const T* hi = &ring[upper_neighbour(l, g.nz) % 3][0][0];
+      const T* lo = &ring[lower_neighbour(l, g.nz) % 3][0][0];
+      Stencil<T> s;
+      T nn[7];
+      const int at[5] = {centre, ip, im, jp, jm};
+#pragma unroll
+      for (int d = 0; d < 5; ++d) {
+        nn[d] = mid[at[d]];
+        s.f[d] = mid[kPairExt + at[d]];
+        s.c[d] = mid[2 * kPairExt + at[d]];
+      }
+      nn[5] = hi[centre], s.f[5] = hi[kPairExt + centre], s.c[5] = hi[2 * kPairExt + centre];
+      nn[6] = lo[centre], s.f[6] = lo[kPairExt + centre], s.c[6] = lo[2 * kPairExt + centre];
+      T n_new, f_new, c_new;
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new);
+      const int here = l * plane + j * g.nx + i;
+      n_out[here] = n_new;
+      f_out[here] = f_new;
+      c_out[here] = c_new;
+      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+    }
+    __syncthreads();  // the next plane's first step overwrites the slot just read as l - 1
+  }
+  if (kReduce) {
+    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    block_reduce(part, partials + block);
+  }
+}
+
 // The straightforward kernel, one thread per node with all 21 loads through the caches; kept as
 // the benchmark's baseline (docs/performance.md).
 template <class T, int kDims, bool kFlux>
@@ -233,20 +328,24 @@ class CudaSolver final : public Solver<T> {
     n_[0].upload(initial.n);
     f_[0].upload(initial.f);
     c_[0].upload(initial.c);
-    partials_.resize(static_cast<std::size_t>(blocks_));
+    const dim3 pair_grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
+    partials_.resize(static_cast<std::size_t>(std::max<long long>(blocks_, static_cast<long long>(pair_grid.x) *
+                                                                                pair_grid.y * pair_grid.z)));
     total_.resize(1);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
-    for (std::int64_t s = 0; s < steps; ++s) {
-      const bool last = reduce && s + 1 == steps;
+    for (std::int64_t s = 0; s < steps;) {
+      const bool pair = tuning_.pair && !tuning_.naive && s + 2 <= steps;
+      s += pair ? 2 : 1;
+      const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
       if (g_.nz > 1) {
-        sc_.flux ? launch<3, true>(in, out, last) : launch<3, false>(in, out, last);
+        sc_.flux ? launch<3, true>(in, out, last, pair) : launch<3, false>(in, out, last, pair);
       } else {
-        sc_.flux ? launch<2, true>(in, out, last) : launch<2, false>(in, out, last);
+        sc_.flux ? launch<2, true>(in, out, last, pair) : launch<2, false>(in, out, last, pair);
       }
       SIMKIT_CUDA_CHECK_LAUNCH();
       cur_ = out;
@@ -256,7 +355,7 @@ class CudaSolver final : public Solver<T> {
       return Reductions{};
     }
     if (tuning_.naive) return this->reduce();
-    return finish(blocks_);
+    return finish(reduced_blocks_);
   }
 
   Reductions reduce() override {
@@ -280,7 +379,22 @@ class CudaSolver final : public Solver<T> {
 
  private:
   template <int kDims, bool kFlux>
-  void launch(int in, int out, bool reduce) {
+  void launch(int in, int out, bool reduce, bool pair) {
+    if (pair) {
+      const dim3 grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
+      if (reduce) {
+        pair_kernel<T, kDims, kFlux, true><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
+                                                                c_[in].data(), n_[out].data(), f_[out].data(),
+                                                                c_[out].data(), partials_.data());
+        reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+      } else {
+        pair_kernel<T, kDims, kFlux, false><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
+                                                                 c_[in].data(), n_[out].data(), f_[out].data(),
+                                                                 c_[out].data(), nullptr);
+      }
+      return;
+    }
+    reduced_blocks_ = blocks_;
     if (tuning_.naive) {
       const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(g_.nz));
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
@@ -317,7 +431,7 @@ class CudaSolver final : public Solver<T> {
   StepConstants<T> sc_;
   Tuning tuning_;
   Dims dims_{};
-  int chunk_ = 1, blocks_ = 0, cur_ = 0;
+  int chunk_ = 1, blocks_ = 0, cur_ = 0, reduced_blocks_ = 0;
   dim3 grid_;
   DeviceBuffer<T> n_[2], f_[2], c_[2];
   DeviceBuffer<Partial> partials_, total_;

@@ -10,6 +10,7 @@ struct Tuning {
   int chunk = 8;       // planes per block column (0: all of them; 8 to 35 measured best, docs/performance.md)
   bool naive = false;  // one thread per node, every load through the caches (baseline)
   int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
+  bool pair = false;   // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
 };
 
 template <class T>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <limits>
 
 #include "angio/hybrid_cuda.hpp"
@@ -61,31 +62,51 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   int done = 0;
   while (!pending.empty()) {
     std::vector<int> overflowed;
+    std::vector<RawRealisation> finished;
     run_realisations(
         kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
         [&](RawRealisation&& raw) {
-          const Clock::time_point rebuild_start = Clock::now();
           if (raw.overflow) {
             overflowed.push_back(raw.index);
-            return;
+          } else {
+            finished.push_back(std::move(raw));
           }
-          std::vector<Segment> log;
-          const std::size_t n = raw.from.size();
-          log.reserve(n);
-          for (std::size_t e = 0; e < n; ++e) {
-            log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
-                             static_cast<SegmentKind>(raw.kind[e]));
-          }
-          std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
-          Realisation& r = out[static_cast<std::size_t>(raw.index)];
-          r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
-                                   raw.clipped, std::move(log), std::move(active));
-          r.final_c = std::move(raw.final_c);
-          rebuild += since(rebuild_start);
-          ++done;
-          if (progress) progress(done, replicates);
         },
         timing, initial_capacity.row_copies);
+    // Rebuild the finished realisations on every host thread (each on its own).
+    const Clock::time_point rebuild_start = Clock::now();
+    std::exception_ptr failure;  // an exception must not leave the parallel region
+    const auto count = static_cast<std::int64_t>(finished.size());
+#pragma omp parallel for schedule(dynamic, 4)
+    for (std::int64_t k = 0; k < count; ++k) {
+      try {
+        RawRealisation& raw = finished[static_cast<std::size_t>(k)];
+        std::vector<Segment> log;
+        const std::size_t n = raw.from.size();
+        log.reserve(n);
+        for (std::size_t e = 0; e < n; ++e) {
+          log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
+                           static_cast<SegmentKind>(raw.kind[e]));
+        }
+        raw.from = {};
+        raw.to = {};
+        std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
+        Realisation& r = out[static_cast<std::size_t>(raw.index)];
+        r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
+                                 raw.clipped, std::move(log), std::move(active));
+        r.final_c = std::move(raw.final_c);
+#pragma omp critical(simkit_angio_hybrid_cuda_progress)
+        {
+          ++done;
+          if (progress) progress(done, replicates);
+        }
+      } catch (...) {
+#pragma omp critical(simkit_angio_hybrid_cuda_failure)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+    rebuild += since(rebuild_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
     if (segments > std::numeric_limits<std::int64_t>::max() / 8 || tips > std::numeric_limits<int>::max() / 8) {

