@@ -26,6 +26,8 @@
 #include "core/cuda_info.hpp"
 #ifdef SIMKIT_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "stream_copies.hpp"
 #endif
 
 namespace {
@@ -112,11 +114,39 @@ void BM_CopyBandwidth(benchmark::State& state) {
   state.counters["copy_GBps"] = copy_bandwidth_gbs;
 }
 BENCHMARK(BM_CopyBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The step's traffic with nothing computed: three fields read, three written (400 x 400 x 140).
+// Args: fp64, columns (0: flat float4 copies; 1: a thread per column walking up the planes, 32 x 8
+// threads a block; 2: 64 x 4; 3: two columns per thread; 4: four, fp32).
+void BM_ThreeFieldCopy(benchmark::State& state) {
+  if (!cuda_status().usable) {
+    state.SkipWithError("no usable CUDA device");
+    return;
+  }
+  double gbs = 0;
+  for (auto _ : state) gbs = three_field_copy_gbs(state.range(0) != 0, static_cast<int>(state.range(1)), 400, 400, 140);
+  state.counters["GBps"] = gbs;
+  if (copy_bandwidth_gbs > 0) state.counters["of_copy"] = gbs / copy_bandwidth_gbs;
+}
+BENCHMARK(BM_ThreeFieldCopy)
+    ->ArgNames({"fp64", "columns"})
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->Args({0, 3})
+    ->Args({0, 4})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Args({1, 3})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 #endif
 
 // Args: backend (1 reference, 2 cpu, 3 cuda), precision (0 fp32, 1 fp64), grid (0, 1, 2),
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
-// (cuda: the block's tile is tile by 256 / tile nodes), pair (cuda: two steps per pass).
+// (cuda: the block's tile is tile by 256 / tile nodes), kernel (cuda: 0 marching or naive, 1 two
+// steps per pass), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -138,7 +168,8 @@ void run_case(benchmark::State& state) {
     tuning.chunk = static_cast<int>(state.range(4));
     tuning.naive = state.range(5) != 0;
     tuning.tile_x = static_cast<int>(state.range(7));
-    tuning.pair = state.range(8) != 0;
+    tuning.pair = state.range(8) == 1;
+    tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
   } else {
     solver = make_solver<T>(p, u0, backend, options);
@@ -167,31 +198,34 @@ void BM_AngioFp32(benchmark::State& state) { run_case<float>(state); }
 void BM_AngioFp64(benchmark::State& state) { run_case<double>(state); }
 
 void cuda_cases(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "pair"});
-  for (int chunk : {8, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 0});  // marching
-  for (int chunk : {0, 35, 14}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 1});  // two steps per pass
-  b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0});   // naive kernel
-  b->Args({3, 0, 0, 0, 8, 0, 1, 32, 0});   // series every call (10 steps)
-  b->Args({3, 0, 0, 0, 35, 0, 1, 32, 1});  // series, pairs
-  b->Args({3, 0, 0, 1, 8, 0, 0, 32, 0});   // flux form
-  b->Args({3, 0, 0, 1, 35, 0, 0, 32, 1});  // flux form, pairs
-  b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0});   // flux form, naive
-  b->Args({3, 0, 1, 0, 8, 0, 0, 32, 0});   // 200 x 200 x 70
-  b->Args({3, 0, 2, 0, 8, 0, 0, 32, 0});   // 2048 x 2048 (2D)
-  b->Args({3, 0, 2, 0, 8, 0, 0, 32, 1});   // 2048 x 2048 (2D), pairs
-  b->Args({2, 0, 0, 0, 0, 0, 0, 32, 0});   // cpu
-  b->Args({2, 0, 0, 1, 0, 0, 0, 32, 0});   // cpu, flux
-  b->Args({1, 0, 0, 0, 0, 0, 0, 32, 0});   // reference
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "kernel", "blocks"});
+  for (int blocks : {0, 4})
+    for (int chunk : {8, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 0, blocks});  // marching (0: 5 blocks a SM)
+  b->Args({3, 0, 0, 0, 35, 0, 0, 64, 0, 0});   // marching, 64 x 4 tiles
+  b->Args({3, 0, 0, 0, 35, 0, 0, 32, 1, 0});   // two steps per pass
+  b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0, 0});    // naive kernel
+  b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});   // series every call (10 steps)
+  for (int chunk : {8, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 32, 0, 0});  // flux form
+  b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0, 0});    // flux form, naive
+  b->Args({3, 0, 1, 0, 35, 0, 0, 32, 0, 0});   // 200 x 200 x 70
+  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 0, 0});   // 2048 x 2048 (2D)
+  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 1, 0});   // 2048 x 2048 (2D), pairs
+  b->Args({2, 0, 0, 0, 0, 0, 0, 32, 0, 0});    // cpu
+  b->Args({2, 0, 0, 1, 0, 0, 0, 32, 0, 0});    // cpu, flux
+  b->Args({1, 0, 0, 0, 0, 0, 0, 32, 0, 0});    // reference
 }
 void cuda_cases64(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "pair"});
-  b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0});  // marching
-  b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0});   // naive
-  for (int chunk : {0, 35, 14}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1});  // two steps per pass
-  b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0});   // flux, naive
-  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 1});  // flux, pairs
-  b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0});   // cpu
-  b->Args({1, 1, 0, 0, 0, 0, 0, 32, 0});   // reference
+  b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "kernel", "blocks"});
+  b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0, 0});   // marching
+  b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0, 0});    // naive
+  for (int blocks : {0, 3})
+    for (int chunk : {35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1, blocks});  // two steps per pass
+  b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});   // series, two steps per pass
+  b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0, 0});    // flux, naive
+  b->Args({3, 1, 0, 1, 47, 0, 0, 32, 1, 3});   // flux, two steps per pass
+  b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0, 0});    // cpu
+  b->Args({2, 1, 0, 1, 0, 0, 0, 32, 0, 0});    // cpu, flux
+  b->Args({1, 1, 0, 0, 0, 0, 0, 32, 0, 0});    // reference
 }
 BENCHMARK(BM_AngioFp32)->Apply(cuda_cases)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->MinTime(0.5);

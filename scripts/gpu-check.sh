@@ -11,8 +11,12 @@ if [ ! -x "$bundle/simkit" ] && [ -f "$bundle/simkit-bundle.tgz" ]; then  # scri
   tar xzf "$bundle/simkit-bundle.tgz" -C "$bundle"
 fi
 [ -x "$bundle/simkit" ] || bundle="$here"   # also works when run from inside the bundle
-out="${OUT:-/tmp/simkit-gpu-check}"
+# Logs go to a work folder; with $OUT set (the device tool), they come back packed as one file
+# (the tool returns at most 8 files).
+out=/tmp/simkit-gpu-check
 mkdir -p "$out"
+pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/gpu-check-logs-${mode#--}.tgz" -C "$out" . 2>/dev/null; }
+trap pack EXIT
 mode="${1:-all}"
 filter="${2:-.}"
 export SIMKIT_BIN="$bundle/simkit" SIMKIT_DATA_DIR="$bundle/data" LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

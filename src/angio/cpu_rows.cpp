@@ -91,16 +91,7 @@ void rows(const RowTask<T>& t, std::int64_t first, std::int64_t last) {
     // The boundary nodes of the row, with the reference's mirror lookups.
     for (const int i : {0, g.nx - 1}) {
       if (i > 0 && g.nx == 1) break;
-      std::size_t nb[7];
-      neighbour_indices(g, i, j, l, nb);
-      Stencil<T> s;
-      T nn[7];
-      for (int d = 0; d < 7; ++d) {
-        s.c[d] = c[nb[d]];
-        s.f[d] = f[nb[d]];
-        nn[d] = n[nb[d]];
-      }
-      update_node_fixed<kDims, kFlux>(m, sc, nn, s, row_n[i], row_f[i], row_c[i]);
+      update_at(g, m, sc, n, f, c, i, j, l, row_n[i], row_f[i], row_c[i]);
     }
     // The interior, decided once per row whether TAF diffuses.
     const std::ptrdiff_t jp = (upper_neighbour(j, g.ny) - j) * nx, jm = (lower_neighbour(j, g.ny) - j) * nx;

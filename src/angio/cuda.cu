@@ -20,10 +20,11 @@ using ::simkit::cuda::DeviceBuffer;
 using ::simkit::cuda::DeviceGuard;
 
 constexpr int kThreads = 256;
-// Blocks per SM the register budget must allow: the step kernels without the reduction fit
-// 64 registers in fp32 (4 blocks of 256 threads), which hides memory latency better.
+// Blocks per SM the register budget must allow: the fp32 step kernels without the reduction fit
+// 48 registers without spilling (5 blocks of 256 threads), which hides memory latency better
+// (H200: 2.71 against 2.58 TB/s with 4 blocks; docs/performance.md).
 template <class T, bool kReduce>
-constexpr int kMinBlocks = (!kReduce && sizeof(T) == 4) ? 4 : 1;
+constexpr int kMinBlocks = (!kReduce && sizeof(T) == 4) ? 5 : 1;
 
 // 9 numbers per partial: integrals of n, f, c (weighted, before h^dims), then mins, then maxes.
 struct Partial {
@@ -69,6 +70,19 @@ __device__ void block_reduce(Partial& p, Partial* out) {
 }
 
 __device__ inline double weight(int i, int n) { return (n > 1 && (i == 0 || i == n - 1)) ? 0.5 : 1.0; }
+
+// The 7-point stencil of n, f and c at node indices `at` (centre, i+1, i-1, j+1, j-1, l+1, l-1),
+// every load through the caches.
+template <class T, class I>
+__device__ inline void gather(const T* __restrict n, const T* __restrict f, const T* __restrict c, const I at[7],
+                              T nn[7], Stencil<T>& s) {
+#pragma unroll
+  for (int d = 0; d < 7; ++d) {
+    s.c[d] = __ldg(c + at[d]);
+    s.f[d] = __ldg(f + at[d]);
+    nn[d] = __ldg(n + at[d]);
+  }
+}
 
 template <class T>
 __device__ inline void accumulate(Partial& p, double w, T n, T f, T c) {
@@ -166,8 +180,8 @@ __global__ void __launch_bounds__(kThreads, kMin)
 constexpr int kPairX = 32, kPairY = kThreads / kPairX;
 constexpr int kPairEx = kPairX + 2, kPairEy = kPairY + 2, kPairExt = kPairEx * kPairEy;
 
-template <class T, int kDims, bool kFlux, bool kReduce>
-__global__ void __launch_bounds__(kThreads)
+template <class T, int kDims, bool kFlux, bool kReduce, int kMin = 1>
+__global__ void __launch_bounds__(kThreads, kMin)
     pair_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const T* __restrict n,
                 const T* __restrict f, const T* __restrict c, T* __restrict n_out, T* __restrict f_out,
                 T* __restrict c_out, Partial* __restrict partials) {
@@ -195,12 +209,7 @@ __global__ void __launch_bounds__(kThreads)
                          lm + col};
       Stencil<T> s;
       T nn[7];
-#pragma unroll
-      for (int d = 0; d < 7; ++d) {
-        s.c[d] = __ldg(c + at[d]);
-        s.f[d] = __ldg(f + at[d]);
-        nn[d] = __ldg(n + at[d]);
-      }
+      gather(n, f, c, at, nn, s);
       update_node_fixed<kDims, kFlux>(m, sc, nn, s, out[e], out[kPairExt + e], out[2 * kPairExt + e]);
     }
   };
@@ -269,12 +278,7 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<T, false>))
                            lower_neighbour(l, g.nz) * g.plane + static_cast<long long>(j) * g.nx + i};
   Stencil<T> s;
   T nn[7];
-#pragma unroll
-  for (int d = 0; d < 7; ++d) {
-    s.c[d] = __ldg(c + nb[d]);
-    s.f[d] = __ldg(f + nb[d]);
-    nn[d] = __ldg(n + nb[d]);
-  }
+  gather(n, f, c, nb, nn, s);
   update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_out[nb[0]], f_out[nb[0]], c_out[nb[0]]);
 }
 
@@ -387,6 +391,10 @@ class CudaSolver final : public Solver<T> {
                                                                 c_[in].data(), n_[out].data(), f_[out].data(),
                                                                 c_[out].data(), partials_.data());
         reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+      } else if (tuning_.blocks >= 3) {
+        pair_kernel<T, kDims, kFlux, false, 3><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                    f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                    f_[out].data(), c_[out].data(), nullptr);
       } else {
         pair_kernel<T, kDims, kFlux, false><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
                                                                  c_[in].data(), n_[out].data(), f_[out].data(),
@@ -403,6 +411,14 @@ class CudaSolver final : public Solver<T> {
       march_kernel<T, kDims, kFlux, true><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
                                                                c_[in].data(), n_[out].data(), f_[out].data(),
                                                                c_[out].data(), partials_.data());
+    } else if (tuning_.blocks == 4) {
+      march_kernel<T, kDims, kFlux, false, 4><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                   f_[out].data(), c_[out].data(), nullptr);
+    } else if (tuning_.blocks == 6) {
+      march_kernel<T, kDims, kFlux, false, 6><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                   f_[out].data(), c_[out].data(), nullptr);
     } else {
       march_kernel<T, kDims, kFlux, false><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
                                                                 c_[in].data(), n_[out].data(), f_[out].data(),
@@ -449,11 +465,19 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device) {
-  // Measured on an H100 (docs/performance.md): in fp64 the one-thread-per-node kernel moves more
-  // bytes per second than the marching one (2.41 against 2.12 TB/s); in fp32 the marching kernel
-  // with 16-plane chunks wins (2.15 against 1.86 TB/s).
+  // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks;
+  // fp64 two steps per pass in the expanded form and the one-thread-per-node kernel in the flux form.
   Tuning tuning;
-  tuning.naive = std::is_same_v<T, double>;
+  tuning.chunk = 35;
+  if (std::is_same_v<T, double>) {
+    if (problem.form == Form::Flux) {
+      tuning.naive = true;
+    } else {
+      tuning.pair = true;
+      tuning.chunk = 47;
+      tuning.blocks = 3;
+    }
+  }
   return make<T>(problem, initial, device, tuning);
 }
 

@@ -480,30 +480,38 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
 }
 
 // D_c > 0, step (4) of every realisation that has just made a step: c at its new step from the
-// previous one (the other buffer), with its occupation as the step left it.
-__global__ void diffuse_kernel(Params p, Work w) {
-  const int warp = static_cast<int>(blockIdx.y);
+// previous one (the other buffer), with its occupation as the step left it. A block takes a 32 x 8
+// tile of (i, j) columns of one realisation (blockIdx.z) and marches up every plane, the column's c
+// at l - 1, l and l + 1 in registers (l + 2 requested a plane ahead), the in-plane neighbours
+// through the caches; 32-bit indices.
+__global__ void __launch_bounds__(256) diffuse_kernel(Params p, Work w, int tiles_x) {
+  const int warp = static_cast<int>(blockIdx.z);
   const State& st = w.state[warp];
   if (!st.stepped) return;
-  const long long node = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (node >= p.nodes) return;
-  const bool tip_uptake = p.rule.uptake == Uptake::Tip;
-  Realm<true> realm{&p,
-                    nullptr,
-                    w.since + warp * p.nodes,
-                    w.owner + warp * p.nodes,
-                    w.position + warp * p.nodes,
-                    tip_uptake ? w.count + warp * p.nodes : nullptr,
-                    tip_uptake ? w.present + warp * p.nodes : nullptr,
-                    0,
-                    w.c + 2 * warp * p.nodes + ((st.step - 1) & 1) * p.nodes,
-                    st.step - 1};
-  int i, j, l;
-  realm.coordinates(node, i, j, l);
-  double* c_next = w.c + 2 * warp * p.nodes + (st.step & 1) * p.nodes;
-  c_next[node] = diffused_c(
-      p.model, p.dt, p.h, p.nx, p.ny, p.nz, i, j, l, [&](int a, int b, int e) { return realm.index(a, b, e); },
-      [&](long long id) { return realm.c_now[id]; }, realm.takes_up(node));
+  const int i = static_cast<int>(blockIdx.x % tiles_x) * 32 + static_cast<int>(threadIdx.x % 32);
+  const int j = static_cast<int>(blockIdx.x / tiles_x) * 8 + static_cast<int>(threadIdx.x / 32);
+  if (i >= p.nx || j >= p.ny) return;
+  const int nx = p.nx, nz = p.nz, plane = p.nx * p.ny, col = j * nx + i;
+  const int ip = upper_neighbour(i, nx) - i, im = lower_neighbour(i, nx) - i;
+  const int jp = (upper_neighbour(j, p.ny) - j) * nx, jm = (lower_neighbour(j, p.ny) - j) * nx;
+  const long long base = static_cast<long long>(warp) * p.nodes;
+  const double* __restrict c_now = w.c + 2 * base + ((st.step - 1) & 1) * p.nodes;
+  double* __restrict c_next = w.c + 2 * base + (st.step & 1) * p.nodes;
+  const int* __restrict since = w.since + base;
+  const unsigned char* __restrict present = p.rule.uptake == Uptake::Tip ? w.present + base : nullptr;
+  const bool three_d = nz > 1;
+  double lo = __ldg(c_now + lower_neighbour(0, nz) * plane + col), mid = __ldg(c_now + col);
+  double hi = __ldg(c_now + upper_neighbour(0, nz) * plane + col);
+  for (int l = 0; l < nz; ++l) {
+    const int here = l * plane + col;
+    const double next = __ldg(c_now + upper_neighbour(min(l + 1, nz - 1), nz) * plane + col);
+    const bool takes_up = present ? present[here] != 0 : (i == 0 || since[here] != 0);
+    c_next[here] = diffused_c_from(p.model, p.dt, p.h, three_d, mid, __ldg(c_now + here + ip), __ldg(c_now + here + im),
+                                   __ldg(c_now + here + jp), __ldg(c_now + here + jm), hi, lo, takes_up);
+    lo = mid;
+    mid = hi;
+    hi = next;
+  }
 }
 
 // Device memory of one batch of realisations.
@@ -700,11 +708,12 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       SIMKIT_CUDA_CHECK_LAUNCH();
     } else {
       // One step per launch, then the stencil; every 16 steps, stop once every realisation has.
-      const dim3 grid(static_cast<unsigned>((p.nodes + 255) / 256), static_cast<unsigned>(count));
+      const int tiles_x = (p.nx + 31) / 32;
+      const dim3 grid(static_cast<unsigned>(tiles_x * ((p.ny + 7) / 8)), 1, static_cast<unsigned>(count));
       for (long long s = 0; s < p.last_step; ++s) {
         advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 1);
         SIMKIT_CUDA_CHECK_LAUNCH();
-        diffuse_kernel<<<grid, 256>>>(p, batch.work());
+        diffuse_kernel<<<grid, 256>>>(p, batch.work(), tiles_x);
         SIMKIT_CUDA_CHECK_LAUNCH();
         if (s % 16 == 15) {
           batch.state.download(state.data(), n);

@@ -287,18 +287,28 @@ SIMKIT_HD inline bool move_weights(MoveWeights scheme, const ModelParams& m, dou
   return false;
 }
 
-// Step (4) with TAF diffusion at node (i, j, l): c' = c + k (D_c Lap c / h^2 - eta n c), with n = 1
-// where the node is occupied, the 7-point Laplacian (5-point in 2D) and mirror ghosts.
+// Step (4) with TAF diffusion from the 7 values of c around a node (centre, i+1, i-1, j+1, j-1,
+// l+1, l-1, mirror ghosts applied; the l pair unused in 2D): c' = c + k (D_c Lap c / h^2 - eta n c),
+// with n = 1 where the node takes up c.
+SIMKIT_HD inline double diffused_c_from(const ModelParams& m, double k, double h, bool three_d, double centre,
+                                        double ip, double im, double jp, double jm, double lp, double lm,
+                                        bool occupied) {
+  double lap = ip + im + jp + jm;
+  if (three_d) lap += lp + lm;
+  lap -= 2.0 * (three_d ? 3 : 2) * centre;
+  const double n = occupied ? 1.0 : 0.0;
+  return centre + k * (m.taf_diffusion * lap / (h * h) - m.taf_uptake * n * centre);
+}
+
+// The same at node (i, j, l), with c read through `c_at(index(i, j, l))`.
 template <class Index, class CAt>
 SIMKIT_HD inline double diffused_c(const ModelParams& m, double k, double h, int nx, int ny, int nz, int i, int j,
                                    int l, Index index, CAt c_at, bool occupied) {
-  const double centre = c_at(index(i, j, l));
-  double lap = c_at(index(upper_neighbour(i, nx), j, l)) + c_at(index(lower_neighbour(i, nx), j, l)) +
-               c_at(index(i, upper_neighbour(j, ny), l)) + c_at(index(i, lower_neighbour(j, ny), l));
-  if (nz > 1) lap += c_at(index(i, j, upper_neighbour(l, nz))) + c_at(index(i, j, lower_neighbour(l, nz)));
-  lap -= 2.0 * (nz > 1 ? 3 : 2) * centre;
-  const double n = occupied ? 1.0 : 0.0;
-  return centre + k * (m.taf_diffusion * lap / (h * h) - m.taf_uptake * n * centre);
+  return diffused_c_from(m, k, h, nz > 1, c_at(index(i, j, l)), c_at(index(upper_neighbour(i, nx), j, l)),
+                         c_at(index(lower_neighbour(i, nx), j, l)), c_at(index(i, upper_neighbour(j, ny), l)),
+                         c_at(index(i, lower_neighbour(j, ny), l)),
+                         nz > 1 ? c_at(index(i, j, upper_neighbour(l, nz))) : 0.0,
+                         nz > 1 ? c_at(index(i, j, lower_neighbour(l, nz))) : 0.0, occupied);
 }
 
 }  // namespace simkit::angio

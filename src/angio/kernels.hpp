@@ -68,23 +68,31 @@ inline void neighbour_indices(const Grid& g, int i, int j, int l, std::size_t nb
   nb[6] = g.index(i, j, lower_neighbour(l, g.nz));
 }
 
+// Node (i, j, l)'s update from n, f, c with the mirror lookups: the reference's per-node code.
+template <class T>
+void update_at(const Grid& g, const TypedModelParams<T>& m, const StepConstants<T>& sc, const T* n, const T* f,
+               const T* c, int i, int j, int l, T& n_out, T& f_out, T& c_out) {
+  std::size_t nb[7];
+  neighbour_indices(g, i, j, l, nb);
+  Stencil<T> s;
+  T nn[7];
+  for (int d = 0; d < 7; ++d) {
+    s.c[d] = c[nb[d]];
+    s.f[d] = f[nb[d]];
+    nn[d] = n[nb[d]];
+  }
+  update_node(m, sc, nn, s, n_out, f_out, c_out);
+}
+
 // One row of the host backends: updates nodes i = 0..nx-1 of row (j, l) from `in` into `out` and,
 // when `row` is not null, reduces the new values into it.
 template <class T>
 void step_row(const Grid& g, const TypedModelParams<T>& m, const StepConstants<T>& sc, const T* n, const T* f,
               const T* c, T* n_out, T* f_out, T* c_out, int j, int l, Reductions* row) {
   for (int i = 0; i < g.nx; ++i) {
-    std::size_t nb[7];
-    neighbour_indices(g, i, j, l, nb);
-    Stencil<T> s;
-    T nn[7];
-    for (int d = 0; d < 7; ++d) {
-      s.c[d] = c[nb[d]];
-      s.f[d] = f[nb[d]];
-      nn[d] = n[nb[d]];
-    }
-    update_node(m, sc, nn, s, n_out[nb[0]], f_out[nb[0]], c_out[nb[0]]);
-    if (row) add_node(*row, trapezoid_weight(i, g.nx), n_out[nb[0]], f_out[nb[0]], c_out[nb[0]]);
+    const std::size_t id = g.index(i, j, l);
+    update_at(g, m, sc, n, f, c, i, j, l, n_out[id], f_out[id], c_out[id]);
+    if (row) add_node(*row, trapezoid_weight(i, g.nx), n_out[id], f_out[id], c_out[id]);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
+#include "hybrid_choices.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -49,23 +50,11 @@ void expect_same(const Realisation& a, const Realisation& b, const std::string& 
   }
 }
 
-// Random rule choices (docs/angio.md, "Rules"): every anastomosis rule, fork, uptake, weights,
-// daughter placement, branching probability and density condition, back steps, explicit sprouts.
+// Random rule choices (hybrid_choices.hpp) and, one time in three, explicit sprout positions.
 void randomise_rules(HybridProblem& p, std::mt19937_64& gen) {
-  std::uniform_real_distribution<double> u(0, 1);
-  HybridParams& h = p.hybrid;
-  const int rule = static_cast<int>(u(gen) * 4);
-  h.anastomosis = static_cast<AnastomosisRule>(rule);
-  h.anastomosis_window = 1 + static_cast<int>(u(gen) * 12);
-  h.fork_passes = u(gen) < 0.5;
-  h.uptake = u(gen) < 0.5 ? Uptake::Tip : Uptake::Trail;
-  h.weights = u(gen) < 0.5 ? MoveWeights::OneSided : MoveWeights::Central;
-  h.daughter = u(gen) < 0.5 ? DaughterPlacement::Uniform : DaughterPlacement::Weights;
-  h.branch_always = u(gen) < 0.3;
-  h.branch_density = u(gen) < 0.4 ? 3 * u(gen) : 0.0;
-  h.back_steps = u(gen) < 0.5;
-  p.model.sensitivity = u(gen) < 0.5 ? Sensitivity::Constant : Sensitivity::Receptor;
-  if (u(gen) < 0.3) {
+  test_choices::random_rules(p, gen);
+  if (std::uniform_real_distribution<double>(0, 1)(gen) < 0.3) {
+    HybridParams& h = p.hybrid;
     h.sprouts = 0;
     h.sprouts_at = {SproutPosition(0.2), SproutPosition(0.55), SproutPosition(0.8)};
     if (p.grid.nz > 1) h.sprouts_at[1].z = 0.3;

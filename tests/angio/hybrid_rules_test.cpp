@@ -22,6 +22,7 @@
 #include "angio/hybrid_model.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "hybrid_choices.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -463,18 +464,8 @@ TEST(AngioHybridRules, ResimulationPredictsEverySegment) {
   std::int64_t segments = 0;
   for (int trial = 0; trial < 24; ++trial) {
     HybridProblem p = small_problem(trial % 3 == 2 ? 7 : 1, trial % 2 == 0 ? 0.34 : 0.05);
-    HybridParams& h = p.hybrid;
-    h.anastomosis = static_cast<AnastomosisRule>(trial % 4);
-    h.anastomosis_window = 3 + 2 * static_cast<int>(u(gen) * 3);  // odd: loops close on the boundary too
-    h.fork_passes = u(gen) < 0.5;
-    h.uptake = u(gen) < 0.5 ? Uptake::Tip : Uptake::Trail;
-    h.weights = u(gen) < 0.4 ? MoveWeights::OneSided : MoveWeights::Central;
-    h.daughter = u(gen) < 0.5 ? DaughterPlacement::Uniform : DaughterPlacement::Weights;
-    h.branch_always = u(gen) < 0.3;
-    h.branch_density = u(gen) < 0.4 ? 2.5 * u(gen) : 0.0;
-    h.back_steps = u(gen) < 0.5;
-    h.max_tips = u(gen) < 0.2 ? 6 : 100000;
-    p.model.sensitivity = u(gen) < 0.5 ? Sensitivity::Constant : Sensitivity::Receptor;
+    test_choices::random_rules(p, gen, trial % 4);
+    p.hybrid.max_tips = u(gen) < 0.2 ? 6 : 100000;
     p.hybrid.t_max = 300 * p.dt;
     SCOPED_TRACE(describe(p) + fmt::format(" trial {}", trial));
     const std::uint64_t seed = 500 + static_cast<std::uint64_t>(trial);

@@ -71,7 +71,8 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
     ASSERT_TRUE(std::isfinite(scale)) << names[q] << " is not finite: the test problem is unstable";
     SCOPED_TRACE(testing::Message() << names[q] << " grid " << g.nx << "x" << g.ny << "x" << g.nz << " form "
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
-                                    << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "") << " steps "
+                                    << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
+                                    << " blocks " << tuning.blocks << " steps "
                                     << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the bound
@@ -135,10 +136,52 @@ TEST(AngioCuda, KernelVariantsAgree) {
     compare_with_reference<float>(g, Form::Expanded, 20, 21, pair);
     compare_with_reference<double>(g, Form::Flux, 21, 22, pair);
   }
+  for (int blocks : {4, 6}) {  // registers allowing other numbers of blocks per SM (6 spills a little)
+    detail::cuda::Tuning capped;
+    capped.blocks = blocks;
+    compare_with_reference<float>(g, Form::Expanded, 20, 25, capped);
+    compare_with_reference<float>(g, Form::Flux, 20, 26, capped);
+  }
+  detail::cuda::Tuning pair3;
+  pair3.pair = true;
+  pair3.blocks = 3;
+  compare_with_reference<double>(g, Form::Expanded, 21, 27, pair3);
+  compare_with_reference<double>(g, Form::Flux, 20, 28, pair3);
   detail::cuda::Tuning naive;
   naive.naive = true;
   compare_with_reference<double>(g, Form::Flux, 20, 8, naive);
   compare_with_reference<float>(g, Form::Expanded, 20, 9, naive);
+}
+
+// The kernels the backend picks by default (docs/performance.md: fp32 marching, fp64 two steps per
+// pass in the expanded form and one thread per node in the flux form), through make_solver, with
+// an odd number of steps and a series row at the end.
+template <class T>
+void expect_default_equals_reference(Form form) {
+  Problem p;
+  p.grid = Grid{57, 38, 29, 1.0 / 56};
+  p.form = form;
+  p.model.diffusion = 0.02;
+  p.precision = std::is_same_v<T, float> ? Precision::Fp32 : Precision::Fp64;
+  std::mt19937_64 rng(91);
+  const Fields<T> initial = random_fields<T>(p.grid, rng);
+  p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
+  RunOptions options;
+  auto reference = make_solver<T>(p, initial, Backend::Reference, options);
+  auto gpu = make_solver<T>(p, initial, Backend::Cuda, options);
+  const Reductions a = reference->advance(57, true), b = gpu->advance(57, true);
+  Fields<T> u, v;
+  reference->read(u);
+  gpu->read(v);
+  EXPECT_TRUE(u.n == v.n && u.f == v.f && u.c == v.c) << (form == Form::Flux ? "flux" : "expanded");
+  for (int q = 0; q < 3; ++q) EXPECT_EQ(a.max[q], b.max[q]);
+}
+TEST(AngioCuda, DefaultKernelsEqualReference) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  for (Form form : {Form::Expanded, Form::Flux}) {
+    expect_default_equals_reference<float>(form);
+    expect_default_equals_reference<double>(form);
+  }
 }
 
 TEST(AngioCuda, AndersonChaplainInitialStateStaysBitwiseEqual) {
