@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 
 #include <string_view>
+#include <type_traits>
 
 #include "angio/cpu_rows.hpp"
 #include "angio/kernels.hpp"
+#include "core/subnormal.hpp"
 
 namespace simkit::angio::detail::cpu {
 
@@ -58,6 +60,7 @@ class CpuSolver final : public Solver<T> {
                             next_.n.data(), next_.f.data(), next_.c.data()};
 #pragma omp parallel num_threads(threads_)
       {
+        const FlushSubnormals flush(std::is_same_v<T, float>);  // as the reference (a thread's own flag)
         // Contiguous blocks of rows, (l, j) order: a thread's planes stay in its caches.
         const std::int64_t workers = omp_get_num_threads(), me = omp_get_thread_num();
         const std::int64_t first = rows * me / workers, end = rows * (me + 1) / workers;

@@ -1,9 +1,11 @@
 // angio reference backend: the simplest correct serial code, the oracle for the others.
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "angio/angio.hpp"
 #include "angio/kernels.hpp"
+#include "core/subnormal.hpp"
 
 namespace simkit::angio {
 
@@ -52,6 +54,7 @@ void step_reference(const Grid& g, const ModelParams& m, T k, const Fields<T>& i
   out.n.resize(g.nodes());
   out.f.resize(g.nodes());
   out.c.resize(g.nodes());
+  const FlushSubnormals flush(std::is_same_v<T, float>);
   for (int l = 0; l < g.nz; ++l)
     for (int j = 0; j < g.ny; ++j)
       detail::step_row(g, typed<T>(m), sc, in.n.data(), in.f.data(), in.c.data(), out.n.data(), out.f.data(),
@@ -80,6 +83,7 @@ class ReferenceSolver final : public Solver<T> {
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     Reductions total = empty_reductions();
+    const FlushSubnormals flush(std::is_same_v<T, float>);
     for (std::int64_t s = 0; s < steps; ++s) {
       const bool last = reduce && s + 1 == steps;
       for (int l = 0; l < g_.nz; ++l)
