@@ -10,22 +10,27 @@
 
 namespace simkit::angio {
 
-// metrics CSV of one realisation: header `step,t,tips,sprouts,branches,anastomoses,length,front`,
+// metrics CSV of one realisation: header `step,t,tips,sprouts,branches,anastomoses,
+// anastomoses_own,anastomoses_parent_daughter,anastomoses_sprout,anastomoses_vessel,length,front`,
 // one row per MetricsRow, numbers with 17 significant digits.
 void write_metrics_csv(const std::filesystem::path& path, const std::vector<MetricsRow>& rows);
 
-// ensemble.csv: header `realisation,seed,reach_time,branches,anastomoses,length`, one row per
-// realisation (reach_time empty when the front never reached --reach-x).
+// ensemble.csv: header `realisation,seed,reach_time,branches,anastomoses,anastomoses_own,
+// anastomoses_parent_daughter,anastomoses_sprout,anastomoses_vessel,passes,length,front`, one row
+// per realisation (reach_time empty when the front never reached --reach-x).
 void write_ensemble_csv(const std::filesystem::path& path, const std::vector<Realisation>& ensemble);
 
 // Mean and 5-95 % band (nearest-rank percentiles) of reach time (over the realisations that
-// reached; with their count), branches, anastomoses, length, plus the fraction of move draws that
+// reached; with their count), branches, anastomoses (also by kind), length and final front, plus
+// the number and fraction that reached, the passes, the rules, and the fraction of move draws that
 // clipped a negative weight. {"reach_time": {"mean":..,"p05":..,"p95":..,"count":..}, ...}.
 nlohmann::json ensemble_summary(const std::vector<Realisation>& ensemble);
 
 // The network of one realisation as VTK XML PolyData (ascii): points at node coordinates (i h,
-// j h, l h), one 2-point line per segment, cell data "birth_time" (Float64, birth_step * dt) and
-// "generation" (Int32); the parent vessel is not drawn. ParaView opens it directly.
+// j h, l h), one 2-point line per segment, cell data "birth_time" (Float64, birth_step * dt),
+// "generation" (Int32), "sprout" (Int32, the sprout a segment belongs to) and "kind" (UInt8,
+// SegmentKind: sprout, move, pass, branch, or the kind of anastomosis it closes); the parent vessel
+// is not drawn. ParaView opens it directly.
 void write_network_vtp(const std::filesystem::path& path, const HybridProblem& problem, const Realisation& r);
 
 // The fields of one realisation at its end, for write_vti: n = 1 on the occupied nodes (parent

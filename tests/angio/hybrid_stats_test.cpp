@@ -20,8 +20,8 @@ namespace simkit::angio {
 namespace {
 
 // Anderson & Chaplain's 2D linear-gradient case with chemotaxis only (rho = 0): with the default
-// rho = 0.34 haptotaxis towards the parent vessel nearly cancels chemotaxis and no tip reaches
-// x = 0.95. Grid 201 x 201 (h = 0.005, box [0, 1]^2), k = 0.01 (a = k / h^2 = 400, 4 a D = 0.56 <
+// rho = 0.34 haptotaxis towards the parent vessel nearly cancels chemotaxis near x = 0 and the
+// network spreads and branches for a long time before it reaches x = 0.95 (docs/angio.md). Grid 201 x 201 (h = 0.005, box [0, 1]^2), k = 0.01 (a = k / h^2 = 400, 4 a D = 0.56 <
 // 1), psi = 0.5, the default branching table and sprouts (3, at the maxima of sin^2(3 pi y)).
 HybridProblem linear_gradient_2d() {
   HybridProblem p;
@@ -121,10 +121,10 @@ Moments right_fraction(const SideCounts& s) {
 // one realisation are correlated (a branch makes a tip that can branch again), which
 // overdisperses the counts; the Poisson margin (5 sqrt(a + b)) is checked and printed too.
 // (2) That alone does not show the table's c-dependence: a flat table (P_n = 0.3 everywhere)
-// also puts more branch points in x > 0.5 (t ~ 9), because tips multiply on the way and the front
+// also puts more branch points in x > 0.5, because tips multiply on the way and the front
 // tips slow down near x = 1. So the same ensemble with the flat table is the control: the
 // fraction of branch points in x > 0.5 must exceed the control's by 5 combined standard errors
-// (right_fraction above). Measured: 0.640 vs 0.544, z ~ 10.
+// (right_fraction above). Measured (seed 2024): 0.780 vs 0.696, z = 17.6.
 // (3) No branch point where the initial c is <= 0.25: uptake only lowers c at occupied nodes, so
 // the table gives P_n = 0 there (exact, no tolerance).
 TEST(AngioHybridStats, BrushBorder) {
@@ -185,23 +185,23 @@ double drift_time(const HybridProblem& p) {
 
 // The reach time to x = 0.95 and its spread over the A&C ensemble.
 //
-// No realisation runs out of time (t_max = 20 is ~80 sd beyond the mean): each either reaches
-// x = 0.95 or ends early because every tip has anastomosed (the network dies out, mostly just short
-// of the target where P_n = 1 makes tips branch every psi and the pairs fuse). Dying out is a
-// genuine outcome of the model, not a defect: seeds 1..20000 gave 56 such realisations (0.28 %),
-// seed 2047 among those this test runs. So at most 5 % (10 of 200) may fail to reach: with p =
-// 0.0028, P(more than 10 of 200) < 1e-9, while tips that stall or a wrong reach criterion would
-// trip it.
+// No realisation runs out of time (t_max = 20 is ~120 sd beyond the mean): each either reaches
+// x = 0.95 or ends early because every tip has anastomosed (the network dies out). Dying out is a
+// genuine outcome of the model, not a defect, but a rare one: under the rule that a tip dies on its
+// own trail, seeds 1..20000 gave 56 (0.28 %); under the default rules (a tip fuses only with
+// another sprout) all of seeds 1..20000 reach. So at most 5 % (10 of 200) may fail to reach: with
+// p <= 0.0028, P(more than 10 of 200) < 1e-9, while tips that stall or a wrong reach criterion
+// would trip it.
 //
 // The mean is compared with the drift time T_drift (4.12 for the defaults). What T_drift leaves
 // out: the front is the furthest of several tips (3 sprouts and their branches) and a tip may not
 // step back onto the node it came from (both faster); P1 < 0 is clipped near x = 0, which
 // renormalises the weights (slower); uptake lowers c at the occupied nodes behind a tip, which
 // steepens its backward difference (faster, with D_c = 0). Measured on this case these corrections
-// are a few per cent: mean / T_drift = 0.97, 0.975 with k halved, 1.01 without branching (one tip
-// per sprout). 0.8 T_drift < mean < 1.2 T_drift allows four times that (the standard error of the
-// mean is ~0.3 %), and still catches a wrong taxis strength: chi0 doubled gives 0.71, halved 1.39
-// (a 0.5..1.5 band would miss both). The standard error of the mean must be
+// are a few per cent: mean / T_drift = 0.939, 0.933 with k halved, 1.012 without branching (one
+// tip per sprout; seed 2024, 200 realisations each). 0.8 T_drift < mean < 1.2 T_drift allows three
+// times that (the standard error of the mean is ~0.25 %), and still catches a wrong taxis
+// strength: chi0 doubled gives 0.70, halved 1.30 (a 0.5..1.5 band would miss both). The standard error of the mean must be
 // below 5 % of it, so that the quoted mean means something, and sd > 0 (no deterministic march).
 TEST(AngioHybridStats, ReachTimeWithSpread) {
   const HybridProblem p = linear_gradient_2d();
@@ -306,7 +306,7 @@ TEST(AngioHybridStats, ActiveTipsNeverShareANode) {
     }
     std::cout << "nz " << base.grid.nz << ", rho " << base.model.haptotaxis << ": " << tips_here
               << " active tips checked, longest run " << most_steps << " steps\n";
-    EXPECT_GT(tips_here, 10);  // the checks had tips to check in every case (measured 108, 23, 1678)
+    EXPECT_GT(tips_here, 10);  // the checks had tips to check in every case (measured 458, 802, 6372)
     checked_tips += tips_here;
   }
   EXPECT_GT(checked_tips, 100);
