@@ -123,7 +123,8 @@ BENCHMARK(BM_CopyBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The step's traffic with nothing computed: three fields read, three written (400 x 400 x 140).
 // Args: fp64, columns (0: flat float4 copies; 1: a thread per column walking up the planes, 32 x 8
-// threads a block; 2: 64 x 4; 3: two columns per thread; 4: four, fp32).
+// threads a block; 2: 64 x 4; 3: two columns per thread; 4: four, fp32; 5: as 1 in chunks of 35
+// planes; 6: as 5 held to 5 blocks a SM).
 void BM_ThreeFieldCopy(benchmark::State& state) {
   if (!cuda_status().usable) {
     state.SkipWithError("no usable CUDA device");
@@ -141,10 +142,14 @@ BENCHMARK(BM_ThreeFieldCopy)
     ->Args({0, 2})
     ->Args({0, 3})
     ->Args({0, 4})
+    ->Args({0, 5})
+    ->Args({0, 6})
     ->Args({1, 0})
     ->Args({1, 1})
     ->Args({1, 2})
     ->Args({1, 3})
+    ->Args({1, 5})
+    ->Args({1, 6})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 #endif
@@ -152,7 +157,7 @@ BENCHMARK(BM_ThreeFieldCopy)
 // Args: backend (1 reference, 2 cpu, 3 cuda), precision (0 fp32, 1 fp64), grid (0, 1, 2),
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
 // (cuda: the block's tile is tile by 256 / tile nodes), kernel (cuda: 0 marching or naive, 1 two
-// steps per pass), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
+// steps per pass, 2 marching without the flux form's z-face carry), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -175,6 +180,7 @@ void run_case(benchmark::State& state) {
     tuning.naive = state.range(5) != 0;
     tuning.tile_x = static_cast<int>(state.range(7));
     tuning.pair = state.range(8) == 1;
+    tuning.carry = state.range(8) != 2;
     tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
   } else {
@@ -212,6 +218,7 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0, 0});    // naive kernel
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});   // series every call (10 steps)
   for (int chunk : {8, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 32, 0, 0});  // flux form
+  b->Args({3, 0, 0, 1, 35, 0, 0, 32, 2, 0});   // flux form, every z face evaluated twice
   b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0, 0});    // flux form, naive
   b->Args({3, 0, 1, 0, 35, 0, 0, 32, 0, 0});   // 200 x 200 x 70
   b->Args({3, 0, 2, 0, 35, 0, 0, 32, 0, 0});   // 2048 x 2048 (2D)
@@ -229,6 +236,14 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
     for (int chunk : {35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1, blocks});  // two steps per pass
   b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});   // series, two steps per pass
   b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0, 0});    // flux, naive
+  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 0, 0});   // flux, marching, no register cap
+  for (int chunk : {16, 24, 35, 47, 70}) {
+    b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 0, 3});  // marching, registers for 3 blocks a SM
+  }
+  for (int chunk : {24, 35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 0, 4});  // 4 blocks a SM (35: default)
+  b->Args({3, 1, 0, 0, 35, 0, 1, 32, 0, 4});   // default, series
+  for (int chunk : {16, 35, 70}) b->Args({3, 1, 0, 1, chunk, 0, 0, 32, 0, 3});  // flux, marching (35: default)
+  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 2, 3});   // flux, marching, every z face evaluated twice
   b->Args({3, 1, 0, 1, 47, 0, 0, 32, 1, 3});   // flux, two steps per pass
   b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0, 0});    // cpu
   b->Args({2, 1, 3, 0, 0, 0, 0, 32, 0, 0});    // cpu, no subnormals

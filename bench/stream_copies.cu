@@ -2,7 +2,8 @@
 // step's own traffic pattern when nothing is computed. Three fp32 or fp64 fields of the 400 x 400
 // x 140 grid are read and three written, (a) as three flat copies (float4 / double2, grid-stride),
 // (b) as the marching kernel reads them (a thread per (i, j) column walking up the planes), and with
-// other block shapes and one to four columns per thread.
+// other block shapes, one to four columns per thread, and in chunks of planes (more blocks) at two
+// occupancies.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,11 +27,12 @@ __global__ void three_flat(const V* __restrict a, const V* __restrict b, const V
 // accesses of kVec elements), walking up every plane.
 template <class T, class V, int kVec, int kWide>
 __global__ void three_columns(const T* __restrict a, const T* __restrict b, const T* __restrict c, T* __restrict x,
-                              T* __restrict y, T* __restrict z, int nx, int ny, int nz) {
+                              T* __restrict y, T* __restrict z, int nx, int ny, int nz, int chunk) {
   const int i = (blockIdx.x * kWide + threadIdx.x % kWide) * kVec, j = blockIdx.y * (256 / kWide) + threadIdx.x / kWide;
   if (i >= nx || j >= ny) return;
   const int plane = nx * ny;
-  for (int l = 0, at = j * nx + i; l < nz; ++l, at += plane) {
+  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, nz);
+  for (int l = l0, at = l0 * plane + j * nx + i; l < l1; ++l, at += plane) {
     *reinterpret_cast<V*>(x + at) = __ldg(reinterpret_cast<const V*>(a + at));
     *reinterpret_cast<V*>(y + at) = __ldg(reinterpret_cast<const V*>(b + at));
     *reinterpret_cast<V*>(z + at) = __ldg(reinterpret_cast<const V*>(c + at));
@@ -52,17 +54,28 @@ double measure(int columns, int nx, int ny, int nz) {
     cudaEventRecord(start);
     if (columns == 1) {  // 32 x 8 threads, one column each (the marching kernel's pattern)
       three_columns<T, T, 1, 32><<<dim3((nx + 31) / 32, (ny + 7) / 8), 256>>>(
-          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz);
+          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz, nz);
     } else if (columns == 2) {  // 64 x 4 threads, one column each
       three_columns<T, T, 1, 64><<<dim3((nx + 63) / 64, (ny + 3) / 4), 256>>>(
-          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz);
+          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz, nz);
     } else if (columns == 3) {  // 32 x 8 threads, two columns each (vector pairs)
       using V2 = std::conditional_t<sizeof(T) == 4, float2, double2>;
       three_columns<T, V2, 2, 32><<<dim3((nx + 63) / 64, (ny + 7) / 8), 256>>>(
-          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz);
+          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz, nz);
+    } else if (columns == 5 || columns == 6) {
+      // 32 x 8 threads, one column each, in chunks of 35 planes as the marching kernel (more blocks,
+      // up to 8 a SM); 6: held to 5 blocks a SM, the marching kernel's occupancy, by shared memory.
+      const int chunk = 35;
+      const std::size_t smem = columns == 6 ? 40 * 1024 : 0;
+      if (smem > 0) {
+        cudaFuncSetAttribute(three_columns<T, T, 1, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem));
+      }
+      three_columns<T, T, 1, 32><<<dim3((nx + 31) / 32, (ny + 7) / 8, (nz + chunk - 1) / chunk), 256, smem>>>(
+          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz, chunk);
     } else if (columns == 4 && sizeof(T) == 4) {  // 32 x 8 threads, four columns each
       three_columns<T, float4, 4, 32><<<dim3((nx + 127) / 128, (ny + 7) / 8), 256>>>(
-          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz);
+          buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], nx, ny, nz, nz);
     } else {
       using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
       const long long count = nodes * static_cast<long long>(sizeof(T)) / static_cast<long long>(sizeof(V));

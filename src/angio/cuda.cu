@@ -98,6 +98,7 @@ struct Dims {
   int nx, ny, nz;
   long long plane;  // nx * ny
   int tile_x;       // block tile tile_x by kThreads / tile_x
+  bool carry;       // marching flux form: carry each column's z face up (Tuning::carry)
 };
 
 // Blocks are 1D (kThreads); the tile position comes from blockIdx.x/y, the chunk of planes from
@@ -128,6 +129,10 @@ __global__ void __launch_bounds__(kThreads, kMin)
     T n_mid = __ldg(n + here0), f_mid = __ldg(f + here0), c_mid = __ldg(c + here0);
     at = upper_neighbour(l0, g.nz) * plane + col;
     T n_hi = __ldg(n + at), f_hi = __ldg(f + at), c_hi = __ldg(c + at);
+    // Flux form in 3D: the l - 1 face's flux is the l + 1 face's of the plane below, carried up the
+    // column (one face evaluation and one division fewer per node; the same bits).
+    FaceCarry<T> z_face{T(0), false};
+    FaceCarry<T>* const carry = kFlux && kDims == 3 ? &z_face : nullptr;
     for (int l = l0; l < l1; ++l) {
       const int here = l * plane + col;  // < nodes < 2^31: no overflow
       // At the top of the grid the prefetched value is not used; clamping keeps the read inside.
@@ -153,7 +158,8 @@ __global__ void __launch_bounds__(kThreads, kMin)
       s.f[6] = f_lo;
       nn[6] = n_lo;
       T n_new, f_new, c_new;
-      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new);
+      if (!g.carry) z_face.known = false;  // Tuning::carry off: every face evaluated (benchmarks)
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new, carry);
       n_out[here] = n_new;
       f_out[here] = f_new;
       c_out[here] = c_new;
@@ -320,7 +326,7 @@ class CudaSolver final : public Solver<T> {
     // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
     if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
-    dims_ = Dims{g_.nx, g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x};
+    dims_ = Dims{g_.nx, g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x, tuning_.carry};
     chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, g_.nz) : g_.nz;
     grid_ = dim3((g_.nx + tile_x - 1) / tile_x, (g_.ny + tile_y - 1) / tile_y, (g_.nz + chunk_ - 1) / chunk_);
     blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
@@ -411,6 +417,10 @@ class CudaSolver final : public Solver<T> {
       march_kernel<T, kDims, kFlux, true><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
                                                                c_[in].data(), n_[out].data(), f_[out].data(),
                                                                c_[out].data(), partials_.data());
+    } else if (tuning_.blocks == 3) {
+      march_kernel<T, kDims, kFlux, false, 3><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                   f_[out].data(), c_[out].data(), nullptr);
     } else if (tuning_.blocks == 4) {
       march_kernel<T, kDims, kFlux, false, 4><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
                                                                    f_[in].data(), c_[in].data(), n_[out].data(),
@@ -465,19 +475,12 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device) {
-  // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks;
-  // fp64 two steps per pass in the expanded form and the one-thread-per-node kernel in the flux form.
+  // Measured on an H200 (docs/performance.md): the marching kernel with 35-plane chunks; registers
+  // for 5 blocks a SM in fp32 (the kernel's own bound), in fp64 4 in the expanded form (a few
+  // bytes spill, still the fastest) and 3 in the flux form (4 spills more and is slower).
   Tuning tuning;
   tuning.chunk = 35;
-  if (std::is_same_v<T, double>) {
-    if (problem.form == Form::Flux) {
-      tuning.naive = true;
-    } else {
-      tuning.pair = true;
-      tuning.chunk = 47;
-      tuning.blocks = 3;
-    }
-  }
+  if (std::is_same_v<T, double>) tuning.blocks = problem.form == Form::Flux ? 3 : 4;
   return make<T>(problem, initial, device, tuning);
 }
 

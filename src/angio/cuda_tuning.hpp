@@ -12,7 +12,8 @@ struct Tuning {
   int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
   bool pair = false;   // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
   int blocks = 0;      // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 4 or 6
-                       // marching; 3 pairs)
+                       // marching, or 3; 3 pairs)
+  bool carry = true;   // marching flux form: each column's z face computed once, carried up (the same bits)
 };
 
 template <class T>

@@ -135,9 +135,18 @@ SIMKIT_HD inline T face_flux(const P& m, T c_lo, T c_hi, T f_lo, T f_hi, T n_lo,
 // Dimension and form are template parameters so that every loop unrolls and the 7-point arrays
 // stay in registers on the GPU; update_node below picks the instance at run time.
 // kTaf: whether D_c != 0 (update_node_fixed decides at run time; vectorised loops decide once).
+// The flux through a node's l - 1 face, known from the node below (a column marched upwards):
+// that node's l + 1 face is the same face with the same operands in the same order, hence the same
+// bits. `known` false: compute it (the first plane of a column's chunk).
+template <class T>
+struct FaceCarry {
+  T flux;
+  bool known;
+};
+
 template <int kDims, bool kFlux, bool kTaf, class T, class P>
 SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
-                                      T& n_out, T& f_out, T& c_out) {
+                                      T& n_out, T& f_out, T& c_out, FaceCarry<T>* z_face = nullptr) {
   constexpr int dims = kDims;
   T n_new;
   if constexpr (kFlux) {
@@ -145,8 +154,15 @@ SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, co
     for (int d = 0; d < dims; ++d) {
       const int up = 1 + 2 * d, down = 2 + 2 * d;
       lap_n += n[up] + n[down];
-      divergence += face_flux(m, s.c[0], s.c[up], s.f[0], s.f[up], n[0], n[up]) -
-                    face_flux(m, s.c[down], s.c[0], s.f[down], s.f[0], n[down], n[0]);
+      const T g_up = face_flux(m, s.c[0], s.c[up], s.f[0], s.f[up], n[0], n[up]);
+      T g_down;
+      if (d == 2 && z_face != nullptr && z_face->known) {
+        g_down = z_face->flux;
+      } else {
+        g_down = face_flux(m, s.c[down], s.c[0], s.f[down], s.f[0], n[down], n[0]);
+      }
+      if (d == 2 && z_face != nullptr) *z_face = FaceCarry<T>{g_up, true};
+      divergence += g_up - g_down;
     }
     lap_n -= T(2 * dims) * n[0];
     n_new = n[0] + sc.a * (static_cast<T>(m.diffusion) * lap_n - divergence);
@@ -172,11 +188,11 @@ SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, co
 
 template <int kDims, bool kFlux, class T, class P>
 SIMKIT_HD inline void update_node_fixed(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
-                                        T& n_out, T& f_out, T& c_out) {
+                                        T& n_out, T& f_out, T& c_out, FaceCarry<T>* z_face = nullptr) {
   if (m.taf_diffusion != 0) {
-    update_node_taf<kDims, kFlux, true>(m, sc, n, s, n_out, f_out, c_out);
+    update_node_taf<kDims, kFlux, true>(m, sc, n, s, n_out, f_out, c_out, z_face);
   } else {
-    update_node_taf<kDims, kFlux, false>(m, sc, n, s, n_out, f_out, c_out);
+    update_node_taf<kDims, kFlux, false>(m, sc, n, s, n_out, f_out, c_out, z_face);
   }
 }
 

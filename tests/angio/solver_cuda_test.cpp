@@ -1,6 +1,6 @@
 // angio's cuda backend against the reference: random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
-// chunks, the naive kernel). Every node runs the same update_node with the same operand order
+// chunks, tiles, two steps per pass, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
 // and --fmad=false, so the fields must be bitwise equal; the bound (fp64: max|diff| <=
 // 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke.
 // Skips, with the reason, when no CUDA device is usable.
@@ -124,6 +124,21 @@ TEST(AngioCuda, KernelVariantsAgree) {
     tuning.chunk = chunk;
     compare_with_reference<float>(g, Form::Expanded, 20, 7, tuning);
   }
+  // The flux form's z-face carry: chunks of one plane (never carried), short and whole columns,
+  // and the carry off; registers for 3 blocks a SM.
+  for (int chunk : {0, 1, 5}) {
+    detail::cuda::Tuning tuning;
+    tuning.chunk = chunk;
+    compare_with_reference<float>(g, Form::Flux, 20, 31, tuning);
+    compare_with_reference<double>(g, Form::Flux, 20, 32, tuning);
+    tuning.carry = false;
+    compare_with_reference<float>(g, Form::Flux, 20, 33, tuning);
+    detail::cuda::Tuning three;
+    three.chunk = chunk;
+    three.blocks = 3;
+    compare_with_reference<double>(g, Form::Flux, 20, 36, three);
+    compare_with_reference<double>(g, Form::Expanded, 20, 37, three);
+  }
   for (int tile : {64, 128, 256}) {
     detail::cuda::Tuning wide;
     wide.tile_x = tile;
@@ -141,6 +156,7 @@ TEST(AngioCuda, KernelVariantsAgree) {
     capped.blocks = blocks;
     compare_with_reference<float>(g, Form::Expanded, 20, 25, capped);
     compare_with_reference<float>(g, Form::Flux, 20, 26, capped);
+    compare_with_reference<double>(g, Form::Expanded, 20, 29, capped);
   }
   detail::cuda::Tuning pair3;
   pair3.pair = true;
@@ -154,7 +170,7 @@ TEST(AngioCuda, KernelVariantsAgree) {
 }
 
 // The kernels the backend picks by default (docs/performance.md: fp32 marching, fp64 two steps per
-// pass in the expanded form and one thread per node in the flux form), through make_solver, with
+// pass in the expanded form and marching in the flux form), through make_solver, with
 // an odd number of steps and a series row at the end.
 template <class T>
 void expect_default_equals_reference(Form form) {
