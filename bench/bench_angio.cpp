@@ -16,14 +16,14 @@
 #include <tuple>
 #include <vector>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 #include "angio/cuda_tuning.hpp"
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
 #ifdef SIMKIT_HAVE_CUDA
 #include "angio/hybrid_cuda.hpp"
 #endif
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 #ifdef SIMKIT_HAVE_CUDA
 #include <cuda_runtime.h>
 

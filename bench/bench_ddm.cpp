@@ -9,9 +9,9 @@
 #include <map>
 #include <tuple>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "core/rng.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm_workload.hpp"
 
 namespace {

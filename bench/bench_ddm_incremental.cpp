@@ -19,10 +19,10 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "core/rng.hpp"
-#include "ddm/ddm.hpp"
-#include "ddm/incremental.hpp"
+#include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/incremental.hpp"
 #include "ddm_workload.hpp"
 
 namespace {
@@ -83,7 +83,7 @@ std::vector<Change<double>> make_batch(const IncrementalMatcher<double>& m, std:
     const std::size_t i = sub ? g : g - s.size();
     Change<double> c;
     c.kind = Change<double>::Kind::Move;
-    c.side = sub ? Side::Subscription : Side::Update;
+    c.role = sub ? Role::Subscription : Role::Update;
     c.id = r.ids[i];
     for (int d = 0; d < r.dims; ++d) {
       const double width = r.hi(i, d) - r.lo(i, d);

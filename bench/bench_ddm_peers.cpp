@@ -46,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm_workload.hpp"
 
 namespace {

@@ -14,10 +14,10 @@
 #include <filesystem>
 #include <optional>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "core/report.hpp"
-#include "prolif/io.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/io.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <tuple>
 #include <utility>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "core/rng.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm {
 

@@ -22,3 +22,10 @@ endif()
 if(SIMKIT_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# simkit's own code (never its consumers) compiles against these: Random123 and fmt (header-only),
+# OpenMP.
+target_link_libraries(simkit_internal INTERFACE simkit_random123 fmt::fmt-header-only OpenMP::OpenMP_CXX Threads::Threads)
+if(SIMKIT_HAVE_CUDA)
+  target_link_libraries(simkit_internal INTERFACE CUDA::cudart_static)
+endif()

@@ -16,8 +16,9 @@ if(DEFINED ENV{SIMKIT_WERROR})
   set(_werror_default "$ENV{SIMKIT_WERROR}")
 endif()
 option(SIMKIT_WERROR "Treat warnings as errors" ${_werror_default})
-option(SIMKIT_BUILD_TESTS "Build the GoogleTest suites" ON)
-option(SIMKIT_BUILD_BENCH "Build the benchmarks" ON)
+option(SIMKIT_BUILD_TESTS "Build the GoogleTest suites" ${PROJECT_IS_TOP_LEVEL})
+option(SIMKIT_BUILD_BENCH "Build the benchmarks" ${PROJECT_IS_TOP_LEVEL})
+option(SIMKIT_BUILD_APPS "Build the simkit command" ON)
 option(SIMKIT_BUNDLE "Link for a self-contained bundle (RPATH \$ORIGIN, static runtimes)" OFF)
 
 set(CMAKE_CXX_STANDARD 20)
@@ -63,23 +64,37 @@ if(NOT SIMKIT_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "simkit: CUDA backends ${SIMKIT_HAVE_CUDA} (architectures: ${CMAKE_CUDA_ARCHITECTURES})")
 
-# Warnings, and floating-point rules that keep host and device arithmetic identical:
-# no FMA contraction anywhere (see docs/reproducibility.md).
-add_library(simkit_flags INTERFACE)
-target_compile_options(simkit_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -ffp-contract=off>
-  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra,-ffp-contract=off>)
+# Every library is position-independent, so that a shared library or a Python module can link it.
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+
+# The floating-point rules that keep host and device arithmetic identical (no FMA contraction
+# anywhere; docs/reproducibility.md). PUBLIC and installed: code that includes simkit's headers and
+# calls its inline model functions must compile them under the same rules.
+add_library(simkit_fp_rules INTERFACE)
+set_target_properties(simkit_fp_rules PROPERTIES EXPORT_NAME fp_rules)
+add_library(simkit::fp_rules ALIAS simkit_fp_rules)
+target_compile_options(simkit_fp_rules INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
+  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false -Xcompiler=-ffp-contract=off>)
+
+# What simkit's own code builds with and consumers never see: warnings (-Werror in CI), the private
+# headers under src/, and the build's CUDA switch. Linked PRIVATE through $<BUILD_INTERFACE:...>.
+add_library(simkit_internal INTERFACE)
+target_include_directories(simkit_internal INTERFACE "${PROJECT_SOURCE_DIR}/src")
+target_compile_options(simkit_internal INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 14)
   # GCC 12/13 report false -Wrestrict positives inside libstdc++'s std::string (GCC bug 105329).
-  target_compile_options(simkit_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+  target_compile_options(simkit_internal INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
 endif()
 if(SIMKIT_WERROR)
-  target_compile_options(simkit_flags INTERFACE
+  target_compile_options(simkit_internal INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Werror>
     $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
 endif()
 if(SIMKIT_HAVE_CUDA)
-  target_compile_definitions(simkit_flags INTERFACE SIMKIT_HAVE_CUDA=1)
+  target_compile_definitions(simkit_internal INTERFACE SIMKIT_HAVE_CUDA=1)
 endif()
 
 if(SIMKIT_BUNDLE)

@@ -16,19 +16,12 @@ cmake --preset bundle >/dev/null
 cmake --build --preset bundle
 
 out=build/bundle-stage
-rm -rf "$out"
-mkdir -p "$out/lib"
-cp build/bundle/bin/simkit build/bundle/examples/ddm_c_example "$out/"
-find build/bundle/tests -maxdepth 1 -type f -executable -name '*_test' -exec cp {} "$out/" \;
-find build/bundle/bench -maxdepth 1 -type f -executable -name 'bench_*' -exec cp {} "$out/" \; 2>/dev/null || true
+rm -rf "$out" build/bundle-install
+# The install tree's bundle component: binaries and the shared libraries they need (cmake/install.cmake).
+cmake --install build/bundle --prefix build/bundle-install --component bundle >/dev/null
+mv build/bundle-install/bundle "$out"
+rm -rf build/bundle-install
 cp scripts/gpu-check.sh "$out/"
-
-# Shared libraries that are not part of a base Ubuntu 24.04 image go beside the binaries.
-for bin in "$out"/simkit "$out"/ddm_c_example "$out"/*_test "$out"/bench_*; do
-  [ -f "$bin" ] || continue
-  ldd "$bin" | awk '/=>/ {print $3}' | grep -E 'libgomp|libbenchmark|libfmt|libtomlplusplus|libpng' || true
-done | sort -u | while read -r lib; do cp -L "$lib" "$out/"; done
-rmdir "$out/lib"
 # Symbols are not needed there, and the carry limit is 64 MiB.
 for bin in "$out"/simkit "$out"/ddm_c_example "$out"/*_test "$out"/bench_*; do
   [ -f "$bin" ] && strip --strip-unneeded "$bin"

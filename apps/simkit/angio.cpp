@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "angio/config.hpp"
-#include "angio/hybrid.hpp"
-#include "angio/hybrid_io.hpp"
-#include "angio/io.hpp"
-#include "angio/run.hpp"
+#include "simkit/angio/config.hpp"
+#include "simkit/angio/hybrid.hpp"
+#include "simkit/angio/hybrid_io.hpp"
+#include "simkit/angio/io.hpp"
+#include "simkit/angio/run.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/cuda_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/core/error.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
 
@@ -162,9 +162,9 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   if (backend == Backend::Cuda) initialize_cuda_device(options.device);
   Progress progress("angio hybrid", "realisations", a.common.quiet);
   Stopwatch compute;
-  const std::vector<Realisation> ensemble = run_hybrid_ensemble(
-      p, options.seed, a.replicates, backend, options.threads,
-      [&](double done, double total) { progress.update(done, total); }, options.device);
+  options.progress = [&](double done, double total) { progress.update(done, total); };
+  const HybridEnsemble run = run_hybrid_ensemble(p, a.replicates, options);
+  const std::vector<Realisation>& ensemble = run.realisations;
   const double seconds = compute.seconds();
   progress.finish();
 
@@ -213,7 +213,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   RunSummary summary;
   summary.command = "simkit angio run --model hybrid";
   summary.backend = std::string(to_string(backend));
-  summary.device = device_description(backend, options.device, options.threads);
+  summary.device = run.device;
   summary.wall_seconds = clock.seconds();
   summary.throughput = seconds > 0 ? static_cast<double>(a.replicates) / seconds : 0;
   summary.throughput_unit = "realisations";

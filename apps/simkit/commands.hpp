@@ -3,7 +3,7 @@
 
 namespace simkit::cli {
 
-// Engine subcommands, registered by the engines' own files (each issue adds its engine here).
+// Engine subcommands, registered by the engines' own files (docs/architecture.md).
 void add_engine_commands(CLI::App& app, Action& action);
 
 }  // namespace simkit::cli

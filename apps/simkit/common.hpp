@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "core/backend.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::cli {
 

@@ -10,11 +10,11 @@
 #include <string>
 
 #include "common.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/report.hpp"
-#include "ddm/ddm.hpp"
-#include "ddm/generate.hpp"
-#include "ddm/io.hpp"
+#include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/generate.hpp"
+#include "simkit/ddm/io.hpp"
 
 namespace simkit::cli {
 
@@ -63,7 +63,7 @@ int run_generate(const GenerateArgs& a) {
   o.n = parse_count(a.n, "--n");
   o.alpha = a.alpha;
   o.dims = a.dims;
-  o.side = parse_side(a.side);
+  o.side = parse_side_rule(a.side);
   o.integer = a.integer;
   o.clustered = a.clustered;
   o.seed = a.seed;

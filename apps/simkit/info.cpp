@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "common.hpp"
-#include "core/build_info.hpp"
-#include "core/cuda_info.hpp"
+#include "simkit/core/build_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 
 namespace simkit::cli {
 

@@ -8,8 +8,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "core/build_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/build_info.hpp"
+#include "simkit/core/error.hpp"
 
 int main(int argc, char** argv) {
   using namespace simkit;

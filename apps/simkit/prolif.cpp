@@ -6,11 +6,11 @@
 #include <memory>
 
 #include "common.hpp"
-#include "core/cuda_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/core/error.hpp"
 #include "core/report.hpp"
-#include "prolif/io.hpp"
-#include "prolif/writers.hpp"
+#include "simkit/prolif/io.hpp"
+#include "simkit/prolif/writers.hpp"
 
 namespace simkit::cli {
 

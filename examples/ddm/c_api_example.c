@@ -1,5 +1,5 @@
 /*
- * An RTI-like use of simkit's DDM matcher through its C API (src/ddm/c_api.h, docs/ddm_c_api.md):
+ * An RTI-like use of simkit's DDM matcher through its C API (include/simkit/ddm/c_api.h, docs/ddm_c_api.md):
  * a few 2-D subscription and update regions with 64-bit coordinates, matched with the default
  * backend; every intersecting (subscription, update) pair is printed, then the count. Finally one
  * invalid region (lower > upper) shows the error handling. Exits 0 when everything behaves.
@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "ddm/c_api.h"
+#include "simkit/ddm/c_api.h"
 
 #define NS 4
 #define NU 3

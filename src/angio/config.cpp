@@ -1,4 +1,4 @@
-#include "angio/config.hpp"
+#include "simkit/angio/config.hpp"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -8,7 +8,7 @@
 #include <exception>
 #include <limits>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/input.hpp"
 #include "core/toml_util.hpp"
 

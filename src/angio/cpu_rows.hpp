@@ -7,7 +7,8 @@
 // set; the solver picks the widest one the processor supports.
 #include <cstdint>
 
-#include "angio/angio.hpp"
+#include "angio/model.hpp"
+#include "simkit/angio/angio.hpp"
 
 namespace simkit::angio::detail::cpu {
 

@@ -11,7 +11,7 @@
 #include "angio/cuda_tuning.hpp"
 #include "angio/kernels.hpp"
 #include "core/cuda_check.cuh"
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 
 namespace simkit::angio::detail::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
 #include "angio/cuda_tuning.hpp"
 #include "angio/kernels.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::cuda {
 

@@ -2,7 +2,7 @@
 // Knobs of the cuda backend's step kernel, for benchmarks and tests (the CLI uses the defaults).
 #include <memory>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 
 namespace simkit::angio::detail::cuda {
 

@@ -23,7 +23,7 @@
 #include "angio/hybrid_cuda.hpp"
 #include "angio/hybrid_model.hpp"
 #include "core/cuda_check.cuh"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {

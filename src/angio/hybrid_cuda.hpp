@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "angio/hybrid_rules.hpp"
+#include "simkit/angio/hybrid_rules.hpp"
 #include "angio/model.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {

@@ -10,8 +10,8 @@
 
 #include "angio/hybrid_cuda.hpp"
 #include "angio/hybrid_detail.hpp"
-#include "angio/run.hpp"
-#include "core/error.hpp"
+#include "simkit/angio/run.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
 

@@ -1,6 +1,6 @@
 // Built without CUDA: the hybrid model's cuda backend says so.
 #include "angio/hybrid_detail.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
 

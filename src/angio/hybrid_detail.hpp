@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 
 namespace simkit::angio::detail {
 

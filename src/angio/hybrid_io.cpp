@@ -1,6 +1,6 @@
 // Files of the hybrid model: the metrics and ensemble tables, the ensemble summary, the network as
 // VTK PolyData and a quick-look projection (hybrid_io.hpp).
-#include "angio/hybrid_io.hpp"
+#include "simkit/angio/hybrid_io.hpp"
 #include "angio/hybrid_model.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "core/output.hpp"
 

@@ -2,7 +2,7 @@
 // The hybrid (discrete tip-cell) model's per-tip rules, shared by every backend (SIMKIT_HD):
 // move weights from the continuous model's P0..P6, the branching probability table, and the
 // closed forms of c and f at a node that endothelial cells have occupied for m steps.
-#include "angio/hybrid_rules.hpp"
+#include "simkit/angio/hybrid_rules.hpp"
 #include "angio/model.hpp"
 #include "core/hd.hpp"
 

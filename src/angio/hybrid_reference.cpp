@@ -1,4 +1,4 @@
-// The hybrid model's reference backend: one realisation, serial, in the order the issue defines:
+// The hybrid model's reference backend: one realisation, serial, in the order docs/angio.md ("Rules") defines:
 // (1) every active tip draws its move from the state at the start of the step; (2) moves are
 // applied in ascending tip id (onto an occupied node: anastomosis); (3) branching in ascending
 // tip id; (4) c and f are updated at every occupied node. With D_c = 0 step (4) is implicit: c and
@@ -11,11 +11,11 @@
 #include <exception>
 #include <set>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
 #include "angio/hybrid_model.hpp"
-#include "angio/run.hpp"
-#include "core/error.hpp"
+#include "simkit/angio/run.hpp"
+#include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 
 namespace simkit::angio {
@@ -524,12 +524,24 @@ Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
                                              Backend backend, int threads, const ProgressCallback& progress,
                                              int device) {
+  return run_hybrid_ensemble(problem, replicates, RunOptions{backend, device, seed, threads, progress}).realisations;
+}
+
+HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
   validate(problem);
   if (replicates < 1) throw UserError(fmt::format("--replicates {}: must be >= 1", replicates));
+  HybridEnsemble result;
+  result.backend = resolve_backend(options.backend, options.device);
+  const Backend backend = result.backend;
+  const std::uint64_t seed = options.seed;
+  const ProgressCallback& progress = options.progress;
+  const int workers = backend == Backend::Cpu ? effective_threads(options.threads) : 1;
+  result.device = device_description(backend, options.device, workers);
   if (backend == Backend::Cuda) {
-    return detail::hybrid_cuda::run(problem, seed, replicates, device, progress, detail::hybrid_cuda::Capacity{});
+    result.realisations = detail::hybrid_cuda::run(problem, seed, replicates, options.device, progress,
+                                                   detail::hybrid_cuda::Capacity{});
+    return result;
   }
-  const int workers = backend == Backend::Cpu ? effective_threads(threads) : 1;
   // Host memory: the shared initial fields (3 arrays) and, per worker, the occupation table (and
   // with D_c > 0 two c fields), 8 bytes a node each.
   const double nodes = static_cast<double>(problem.grid.nodes());
@@ -562,7 +574,8 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
     }
   }
   if (failure) std::rethrow_exception(failure);
-  return out;
+  result.realisations = std::move(out);
+  return result;
 }
 
 }  // namespace simkit::angio

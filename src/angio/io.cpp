@@ -1,6 +1,6 @@
 // angio files: VTK ImageData (.vti/.pvd), series.csv, Problem JSON, checkpoints, quick-look images.
-#include "angio/io.hpp"
-#include "angio/config.hpp"
+#include "simkit/angio/io.hpp"
+#include "simkit/angio/config.hpp"
 
 #include <fmt/format.h>
 
@@ -19,8 +19,8 @@
 #include <system_error>
 #include <utility>
 
-#include "core/build_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/build_info.hpp"
+#include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "core/input.hpp"
 #include "core/output.hpp"

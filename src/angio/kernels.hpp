@@ -5,7 +5,8 @@
 #include <limits>
 #include <memory>
 
-#include "angio/angio.hpp"
+#include "angio/model.hpp"
+#include "simkit/angio/angio.hpp"
 
 namespace simkit::angio::detail {
 

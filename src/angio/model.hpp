@@ -3,24 +3,9 @@
 // continuous solver (its expanded form) and the hybrid model (tip movement weights). One formula,
 // one place: every backend calls these SIMKIT_HD functions.
 #include "core/hd.hpp"
+#include "simkit/angio/params.hpp"
 
 namespace simkit::angio {
-
-// The chemotactic sensitivity chi(c): `Receptor` is A&C's receptor-kinetic law chi0 / (1 + alpha c);
-// `Constant` is chi0 (Angio_TDA, Nardini et al. 2021), i.e. the same formulas with alpha = 0.
-enum class Sensitivity : unsigned char { Receptor, Constant };
-
-struct ModelParams {
-  double diffusion = 0.00035;     // D
-  double chemotaxis = 0.38;       // chi0, chi(c) = chi0 / (1 + alpha c)
-  double chemo_saturation = 0.6;  // alpha (unused with Sensitivity::Constant)
-  double haptotaxis = 0.34;       // rho
-  double fn_production = 0.05;    // beta
-  double fn_uptake = 0.1;         // gamma
-  double taf_uptake = 0.1;        // eta
-  double taf_diffusion = 0.0;     // D_c
-  Sensitivity sensitivity = Sensitivity::Receptor;
-};
 
 // The alpha the formulas use: chemo_saturation, or 0 for a constant sensitivity (chi = chi0
 // exactly: 1 / (1 + 0 c) = 1 and the saturation term of P0 vanishes, as chi'(c) = 0).

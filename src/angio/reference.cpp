@@ -3,7 +3,7 @@
 #include <numbers>
 #include <type_traits>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 #include "angio/kernels.hpp"
 #include "core/subnormal.hpp"
 

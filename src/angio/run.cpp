@@ -1,5 +1,5 @@
 // The continuous model's run driver: everything between a validated Problem and the files.
-#include "angio/run.hpp"
+#include "simkit/angio/run.hpp"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <cmath>
 #include <regex>
 
-#include "core/build_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/build_info.hpp"
+#include "simkit/core/error.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "angio/kernels.hpp"
-#include "angio/run.hpp"
-#include "core/error.hpp"
+#include "simkit/angio/run.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio {
 
@@ -114,7 +114,7 @@ void check_capacity(const Problem& p, Backend backend, int device) {
     const double device_bytes = nodes * value * 6.0 + 64.0 * 1024 * 1024;
     const std::size_t free = detail::cuda::free_memory(device);
     if (device_bytes > static_cast<double>(free)) {
-      throw UserError(fmt::format("--grid {},{},{}: the run needs {} of GPU memory and device {} has {} free",
+      throw DeviceMemoryError(fmt::format("--grid {},{},{}: the run needs {} of GPU memory and device {} has {} free",
                                   p.grid.nx, p.grid.ny, p.grid.nz, gib(device_bytes), device,
                                   gib(static_cast<double>(free))));
     }

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 #include "angio/kernels.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio {
 

@@ -1,10 +1,10 @@
-#include "core/backend.hpp"
+#include "simkit/core/backend.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
 
-#include "core/cuda_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit {
 

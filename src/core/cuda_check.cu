@@ -10,7 +10,7 @@ void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int l
                            ") in " + expr + " at " + file + ":" + std::to_string(line);
   if (err == cudaErrorMemoryAllocation) {
     // Running out of device memory is the size of the problem, not a bug: say so as a user error.
-    throw UserError(what + "; the problem does not fit in this device's memory");
+    throw DeviceMemoryError(what + "; the problem does not fit in this device's memory");
   }
   throw InternalError(what);
 }

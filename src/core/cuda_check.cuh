@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::cuda {
 

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 
 namespace simkit {
 

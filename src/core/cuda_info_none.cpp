@@ -1,4 +1,4 @@
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 
 namespace simkit {
 

@@ -1,4 +1,4 @@
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 #include <fmt/format.h>
 

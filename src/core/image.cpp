@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <ostream>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/output.hpp"
 
 namespace simkit {

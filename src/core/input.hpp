@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit {
 

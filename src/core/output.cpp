@@ -8,7 +8,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::toml_util {
 

@@ -1,6 +1,6 @@
 // The C API of the ddm matcher (c_api.h, docs/ddm_c_api.md): a handle holding MatchOptions, the last
 // error message and the last report; every entry point catches everything and returns a status.
-#include "ddm/c_api.h"
+#include "simkit/ddm/c_api.h"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "core/error.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/core/backend.hpp"
+#include "simkit/core/error.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 struct simkit_ddm_matcher {
   simkit::ddm::MatchOptions options;
@@ -92,7 +92,7 @@ simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
   } catch (const Failure& e) {
     set_error(m, e.what());
     return e.status();
-  } catch (const simkit::ddm::DeviceMemoryError& e) {
+  } catch (const simkit::DeviceMemoryError& e) {
     set_error(m, e.what());
     return SIMKIT_DDM_OUT_OF_MEMORY;
   } catch (const UserError& e) {

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "core/hd.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/model.hpp"
 
 namespace simkit::ddm::detail {

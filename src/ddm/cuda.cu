@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "ddm/candidates.hpp"
 #include "ddm/kernels.hpp"
 #include "ddm/plan.hpp"

@@ -1,5 +1,5 @@
 // Built without CUDA: the GPU matchers say so (resolve_backend already refuses cuda first).
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "ddm/kernels.hpp"
 
 namespace simkit::ddm::detail {

@@ -1,6 +1,6 @@
 // Synthetic workloads. Each region draws from its own counter-based stream, keyed by (seed, set,
 // position), so the regions can be made in parallel and still depend only on the seed.
-#include "ddm/generate.hpp"
+#include "simkit/ddm/generate.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 
 namespace simkit::ddm {
@@ -107,7 +107,7 @@ Regions<T> make(const GenerateOptions& o) {
 
 double side_length(const GenerateOptions& o) {
   const double n = static_cast<double>(o.n);
-  if (o.side == Side::PerDimension) return o.alpha * o.length / n;
+  if (o.side == SideRule::PerDimension) return o.alpha * o.length / n;
   return o.length * std::pow(o.alpha / n, 1.0 / o.dims);  // for d = 1 the same, up to rounding
 }
 
@@ -117,12 +117,12 @@ AnyRegions generate(const GenerateOptions& options) {
   return make<double>(options);
 }
 
-Side parse_side(std::string_view text) {
-  if (text == "volume") return Side::Volume;
-  if (text == "per-dimension") return Side::PerDimension;
+SideRule parse_side_rule(std::string_view text) {
+  if (text == "volume") return SideRule::Volume;
+  if (text == "per-dimension") return SideRule::PerDimension;
   throw UserError(fmt::format("--side {}: expected volume or per-dimension", text));
 }
 
-std::string_view to_string(Side side) { return side == Side::Volume ? "volume" : "per-dimension"; }
+std::string_view to_string(SideRule side) { return side == SideRule::Volume ? "volume" : "per-dimension"; }
 
 }  // namespace simkit::ddm

@@ -3,7 +3,7 @@
 // subscriptions against all updates, changed updates against all subscriptions), and each changed
 // region's new list is compared with its old one. A pair whose subscription changed is compared
 // on the subscription's side only, so pairs of two changed regions count once.
-#include "ddm/incremental.hpp"
+#include "simkit/ddm/incremental.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -17,8 +17,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "core/backend.hpp"
-#include "core/error.hpp"
+#include "simkit/core/backend.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::ddm {
 
@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::string_view side_name(Side side) { return side == Side::Subscription ? "S" : "U"; }
+std::string_view role_name(Role role) { return role == Role::Subscription ? "S" : "U"; }
 
 template <class T>
 std::string_view kind_name(typename Change<T>::Kind kind) {
@@ -46,7 +46,7 @@ std::string_view kind_name(typename Change<T>::Kind kind) {
 template <class T>
 UserError change_error(std::size_t k, const Change<T>& c, std::string_view what) {
   return UserError(
-      fmt::format("batch change {}: {} of {} region {}: {}", k, kind_name<T>(c.kind), side_name(c.side), c.id, what));
+      fmt::format("batch change {}: {} of {} region {}: {}", k, kind_name<T>(c.kind), role_name(c.role), c.id, what));
 }
 
 template <class T>
@@ -327,8 +327,8 @@ void IncrementalMatcher<T>::net_changes(const std::vector<Change<T>>& batch, std
   std::unordered_map<std::uint64_t, std::size_t> index_s, index_u;  // id -> index in ts / tu
   for (std::size_t k = 0; k < batch.size(); ++k) {
     const Change<T>& c = batch[k];
-    const bool sub = c.side == Side::Subscription;
-    if (!sub && c.side != Side::Update) throw change_error(k, c, "side is neither subscription nor update");
+    const bool sub = c.role == Role::Subscription;
+    if (!sub && c.role != Role::Update) throw change_error(k, c, "side is neither subscription nor update");
     const SideState& side = sub ? s_ : u_;
     std::vector<Touched>& list = sub ? ts : tu;
     const auto [it, inserted] = (sub ? index_s : index_u).try_emplace(c.id, list.size());

@@ -1,5 +1,5 @@
 // ddm's file formats (docs/ddm.md): region CSV and binary, pair CSV and binary, per-region CSV.
-#include "ddm/io.hpp"
+#include "simkit/ddm/io.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <system_error>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/input.hpp"
 #include "core/output.hpp"
 

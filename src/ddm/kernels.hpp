@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm::detail {
 

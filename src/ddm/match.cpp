@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/core/error.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/kernels.hpp"
 
 namespace simkit::ddm {

@@ -1,7 +1,7 @@
 #pragma once
 // The overlap rules, shared by every matcher and backend (SIMKIT_HD).
 #include "core/hd.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ddm/candidates.hpp"
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm::detail {
 

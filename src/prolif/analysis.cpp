@@ -1,4 +1,4 @@
-#include "prolif/analysis.hpp"
+#include "simkit/prolif/analysis.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "prolif/kernels.hpp"
 
 namespace simkit::prolif::detail::cuda {

@@ -1,4 +1,4 @@
-#include "prolif/io.hpp"
+#include "simkit/prolif/io.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@
 #include "core/input.hpp"
 #include "core/toml_util.hpp"
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::prolif {
 

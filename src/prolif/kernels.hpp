@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "prolif/model.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif::detail {
 

@@ -1,4 +1,4 @@
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
 

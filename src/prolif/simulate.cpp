@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "core/distributions.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "prolif/kernels.hpp"
 
 namespace simkit::prolif {

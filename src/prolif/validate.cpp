@@ -4,8 +4,8 @@
 #include <limits>
 #include <set>
 
-#include "core/error.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/core/error.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
 

@@ -1,4 +1,4 @@
-#include "prolif/writers.hpp"
+#include "simkit/prolif/writers.hpp"
 
 #include <fmt/format.h>
 

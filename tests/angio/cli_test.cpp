@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "angio/angio.hpp"
-#include "angio/io.hpp"
-#include "angio/run.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/angio/io.hpp"
+#include "simkit/angio/run.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {

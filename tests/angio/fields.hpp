@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 
 namespace simkit::angio::test_fields {
 

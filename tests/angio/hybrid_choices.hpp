@@ -6,7 +6,7 @@
 // chemotactic sensitivity.
 #include <random>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 
 namespace simkit::angio::test_choices {
 

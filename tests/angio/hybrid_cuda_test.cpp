@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
 #include "hybrid_choices.hpp"
 #include "support/test_support.hpp"

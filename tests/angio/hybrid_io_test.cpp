@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "angio/hybrid.hpp"
-#include "angio/hybrid_io.hpp"
-#include "core/error.hpp"
+#include "simkit/angio/hybrid.hpp"
+#include "simkit/angio/hybrid_io.hpp"
+#include "simkit/core/error.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {

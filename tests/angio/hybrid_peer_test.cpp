@@ -21,8 +21,8 @@
 #include <set>
 #include <vector>
 
-#include "angio/config.hpp"
-#include "angio/hybrid.hpp"
+#include "simkit/angio/config.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {

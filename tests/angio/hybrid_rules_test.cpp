@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "angio/config.hpp"
-#include "angio/hybrid.hpp"
+#include "simkit/angio/config.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid_detail.hpp"
-#include "angio/hybrid_io.hpp"
+#include "simkit/angio/hybrid_io.hpp"
 #include "angio/hybrid_model.hpp"
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 #include "hybrid_choices.hpp"
 #include "support/test_support.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {

@@ -1,4 +1,4 @@
-// The hybrid model's reference backend (issue 5, first part): the move rule's frequencies, the
+// The hybrid model's reference backend (docs/angio.md, "Rules"): the move rule's frequencies, the
 // order-of-events invariants, the network graph's invariants and determinism by seed.
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <set>
 
-#include "angio/hybrid.hpp"
-#include "angio/hybrid_io.hpp"
+#include "simkit/angio/hybrid.hpp"
+#include "simkit/angio/hybrid_io.hpp"
 #include "angio/hybrid_model.hpp"
 #include "core/rng.hpp"
 #include "support/test_support.hpp"
@@ -301,5 +301,29 @@ TEST(AngioHybrid, EndFieldsMarkTheNetwork) {
   EXPECT_LT(u.c[s], u0.c[s]);
 }
 
+// Backend auto runs the machine's fast backend (cuda when usable, else cpu), never the serial
+// reference in its place, and says which one ran; its realisations are the reference's.
+TEST(HybridEnsemble, AutoResolvesToAFastBackendAndMatchesReference) {
+  HybridProblem p = small_problem();
+  RunOptions options;
+  options.backend = Backend::Auto;
+  options.seed = 11;
+  options.threads = 2;
+  const HybridEnsemble automatic = run_hybrid_ensemble(p, 3, options);
+  EXPECT_EQ(automatic.backend, resolve_backend(Backend::Auto, 0));
+  EXPECT_NE(automatic.backend, Backend::Reference);
+  EXPECT_FALSE(automatic.device.empty());
+  options.backend = Backend::Reference;
+  const HybridEnsemble reference = run_hybrid_ensemble(p, 3, options);
+  EXPECT_EQ(reference.backend, Backend::Reference);
+  ASSERT_EQ(automatic.realisations.size(), 3u);
+  for (std::size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(automatic.realisations[r].seed, 11 + r);
+    EXPECT_EQ(automatic.realisations[r].segments.size(), reference.realisations[r].segments.size()) << r;
+    EXPECT_EQ(automatic.realisations[r].occupied, reference.realisations[r].occupied) << r;
+  }
+}
+
 }  // namespace
 }  // namespace simkit::angio
+

@@ -13,8 +13,8 @@
 #include <string>
 #include <utility>
 
-#include "angio/io.hpp"
-#include "core/error.hpp"
+#include "simkit/angio/io.hpp"
+#include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "support/test_support.hpp"
 

@@ -11,8 +11,9 @@
 #include <random>
 #include <string>
 
-#include "angio/angio.hpp"
-#include "core/error.hpp"
+#include "angio/model.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/core/error.hpp"
 #include "fields.hpp"
 #include "support/test_support.hpp"
 
@@ -144,7 +145,7 @@ TEST(AngioReference, TrapezoidIntegralIsExactForLinearFields) {
 
 // n in [0.5, 1.5], f in 0.6 +- f_amplitude, c in 0.55 +- c_amplitude. With the default parameters
 // and amplitudes of 0.3-0.4 the taxis velocities across a cell exceed 4D by far (mesh Peclet > 2
-// at almost every node): the regime the issue is about.
+// at almost every node): the regime docs/angio.md ("Stability") is about.
 template <class T>
 Fields<T> random_smooth_fields(const Grid& g, std::uint64_t seed, double c_amplitude = 0.4, double f_amplitude = 0.3) {
   return test_fields::smooth_fields<T>(g, seed, c_amplitude, f_amplitude);
@@ -216,7 +217,7 @@ void expect_flux_conserves(std::uint64_t seed) {
       EXPECT_GT(expanded10, 100 * std::max<double>(flux, std::numeric_limits<T>::epsilon()));
     }
     // The mild problem: both forms stable for all 200 steps; the expanded central form is not
-    // conservative (the issue's 2D run drifted 7.6 %), the flux form is, to round-off.
+    // conservative (a 2D run of 2000 steps drifted 7.6 %), the flux form is, to round-off.
     {
       const ModelParams m = mild_model();
       const Fields<T> u0 = random_smooth_fields<T>(g, seed, kMildAmplitude, kMildAmplitude);

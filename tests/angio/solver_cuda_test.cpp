@@ -1,7 +1,7 @@
 // angio's cuda backend against the reference: random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
 // chunks, tiles, two steps per pass, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
-// and --fmad=false, so the fields must be bitwise equal; the bound (fp64: max|diff| <=
+// and --fmad=false, so the fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64: max|diff| <=
 // 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke.
 // Skips, with the reason, when no CUDA device is usable.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 #include "angio/cuda_tuning.hpp"
 #include "fields.hpp"
 #include "support/test_support.hpp"
@@ -75,7 +75,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
                                     << " blocks " << tuning.blocks << " steps "
                                     << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
-      EXPECT_LE(worst, 1e-12 * scale);  // the bound
+      EXPECT_LE(worst, 1e-12 * scale);  // the documented bound
     }
     EXPECT_EQ(differ, 0u) << "max|diff| = " << worst << " of max " << scale;
     // Extrema are order-independent: exact. Integrals are double sums in another order: the

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 #include "angio/cpu_rows.hpp"
 #include "angio/kernels.hpp"
 #include "fields.hpp"

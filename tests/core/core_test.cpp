@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "core/cuda_info.hpp"
-#include "core/error.hpp"
+#include "simkit/core/backend.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/core/error.hpp"
 #include "core/output.hpp"
 #include "core/svg.hpp"
 #include "support/test_support.hpp"

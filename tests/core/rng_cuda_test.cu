@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -252,3 +253,14 @@ TEST(RngCuda, PmathAndInversionSamplersMatchTheHostBitForBit) {
 }
 
 }  // namespace
+
+// A device allocation that cannot succeed is a DeviceMemoryError (a UserError: the problem's size,
+// exit code 2), for every engine, through the one CUDA error check; the device stays usable.
+TEST(CudaCheck, FailedAllocationIsADeviceMemoryError) {
+  std::string why;
+  if (!simkit::test::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  using Buffer = simkit::cuda::DeviceBuffer<char>;
+  EXPECT_THROW(Buffer(std::size_t{1} << 52), simkit::DeviceMemoryError);  // 4 PiB
+  Buffer small(1024);
+  EXPECT_EQ(small.size(), 1024u);
+}

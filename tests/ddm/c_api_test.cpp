@@ -1,4 +1,4 @@
-// The ddm C API (src/ddm/c_api.h) called from C++: pairs, counts and per-region counts for u32, u64 and
+// The ddm C API (include/simkit/ddm/c_api.h) called from C++: pairs, counts and per-region counts for u32, u64 and
 // f64 against a brute-force loop written here, on random inputs with ties, for every rule and the
 // host algorithms (and the auto backend, which is cuda on a GPU build with a device); cancellation by
 // the callback; bad input, NULL pointers, empty sets, option ranges; and the compiled C example.
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddm/c_api.h"
+#include "simkit/ddm/c_api.h"
 #include "regions.hpp"
 
 #if __has_include(<sys/wait.h>)

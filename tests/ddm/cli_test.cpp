@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "ddm/ddm.hpp"
-#include "ddm/io.hpp"
+#include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/io.hpp"
 #include "regions.hpp"
 #include "support/test_support.hpp"
 

@@ -3,7 +3,7 @@
 // changed several times in a batch, moved and moved back, removed and added again), every rule,
 // d = 1..3, u32/u64 above 2^53/f64, every host matcher; empty batches and sets; bad changes are
 // UserErrors that leave the matcher unchanged.
-#include "ddm/incremental.hpp"
+#include "simkit/ddm/incremental.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/regions.hpp"
 #include "support/test_support.hpp"
 
@@ -34,7 +34,7 @@ template <class T>
 struct Model {
   int dims = 1;
   std::map<std::uint64_t, Bounds<T>> s, u;
-  std::map<std::uint64_t, Bounds<T>>& side(Side which) { return which == Side::Subscription ? s : u; }
+  std::map<std::uint64_t, Bounds<T>>& side(Role which) { return which == Role::Subscription ? s : u; }
 
   static std::map<std::uint64_t, Bounds<T>> from(const RegionSet<T>& r) {
     std::map<std::uint64_t, Bounds<T>> out;
@@ -62,7 +62,7 @@ struct Model {
     return r;
   }
   void apply(const Change<T>& c) {
-    auto& m = side(c.side);
+    auto& m = side(c.role);
     if (c.kind == Change<T>::Kind::Remove) {
       m.erase(c.id);
     } else {
@@ -127,8 +127,8 @@ std::vector<Change<T>> random_batch(std::mt19937_64& gen, Model<T>& model, std::
   std::uint64_t last_id[2] = {0, 0};
   bool have_last[2] = {false, false};
   while (batch.size() < size) {
-    const Side side = gen() % 2 == 0 ? Side::Subscription : Side::Update;
-    const int si = side == Side::Subscription ? 0 : 1;
+    const Role side = gen() % 2 == 0 ? Role::Subscription : Role::Update;
+    const int si = side == Role::Subscription ? 0 : 1;
     auto& m = model.side(side);
     const unsigned what = static_cast<unsigned>(gen() % 10);
     std::vector<Change<T>> add;
@@ -347,7 +347,7 @@ TEST(DdmIncremental, FromEmptyToEmpty) {
   EXPECT_TRUE(m.apply({}).empty());
   std::vector<Change<std::uint32_t>> fill;
   for (std::uint64_t id = 1; id <= 30; ++id)
-    for (Side side : {Side::Subscription, Side::Update}) {
+    for (Role side : {Role::Subscription, Role::Update}) {
       const Bounds<std::uint32_t> b = random_bounds<std::uint32_t>(gen, 2, 0u, 8);
       fill.push_back(Change<std::uint32_t>::add(side, id, b.lower, b.upper));
       model.apply(fill.back());
@@ -360,7 +360,7 @@ TEST(DdmIncremental, FromEmptyToEmpty) {
   expect_state(m, model, full);
   std::vector<Change<std::uint32_t>> clear;
   for (std::uint64_t id = 1; id <= 30; ++id)
-    for (Side side : {Side::Subscription, Side::Update}) clear.push_back(Change<std::uint32_t>::remove(side, id));
+    for (Role side : {Role::Subscription, Role::Update}) clear.push_back(Change<std::uint32_t>::remove(side, id));
   model.s.clear();
   model.u.clear();
   delta = m.apply(clear);
@@ -377,7 +377,7 @@ TEST(DdmIncremental, SameRegionTwiceInABatch) {
   RegionSet<double> s{1, {1, 2}, {0, 20}, {10, 30}}, u{1, {7, 8}, {5, 25}, {6, 26}};
   IncrementalMatcher<double> m(s, u, {});
   ASSERT_EQ(m.pair_list(), (PairList{{1, 7}, {2, 8}}));
-  const auto sub = Side::Subscription, upd = Side::Update;
+  const auto sub = Role::Subscription, upd = Role::Update;
   // Moved and moved back; moved twice, ending where it was.
   Delta d = m.apply({C::move(sub, 1, {20}, {30}), C::move(sub, 1, {0}, {10})});
   EXPECT_TRUE(d.empty());
@@ -415,7 +415,7 @@ TEST(DdmIncremental, BadChangesLeaveTheMatcherUnchanged) {
   const std::uint64_t s_id = s.ids[3], u_id = u.ids[4];
   IncrementalMatcher<double> m(s, u, {});
   const PairList pairs = full_rematch(model, Rule::Ieee1516);
-  const auto sub = Side::Subscription, upd = Side::Update;
+  const auto sub = Role::Subscription, upd = Role::Update;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<C> good = {C::move(sub, s_id, {0, 0}, {20, 20}), C::add(upd, 777, {1, 1}, {2, 2}),
                                C::remove(upd, u_id)};

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "ddm/ddm.hpp"
-#include "ddm/generate.hpp"
-#include "ddm/io.hpp"
+#include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/generate.hpp"
+#include "simkit/ddm/io.hpp"
 #include "regions.hpp"
 #include "support/test_support.hpp"
 
@@ -462,11 +462,11 @@ TEST(DdmGenerate, SideLengths) {
   EXPECT_DOUBLE_EQ(side_length(o), 1e6 * std::sqrt(0.01));
   o.dims = 3;
   EXPECT_NEAR(side_length(o), 1e6 * std::cbrt(0.01), 1e-6);
-  o.side = Side::PerDimension;
+  o.side = SideRule::PerDimension;
   EXPECT_DOUBLE_EQ(side_length(o), 10 * 1e6 / 1000);
-  EXPECT_EQ(parse_side("per-dimension"), Side::PerDimension);
-  EXPECT_EQ(parse_side("volume"), Side::Volume);
-  EXPECT_THAT(user_error([] { parse_side("area"); }), HasSubstr("--side area: expected volume or per-dimension"));
+  EXPECT_EQ(parse_side_rule("per-dimension"), SideRule::PerDimension);
+  EXPECT_EQ(parse_side_rule("volume"), SideRule::Volume);
+  EXPECT_THAT(user_error([] { parse_side_rule("area"); }), HasSubstr("--side area: expected volume or per-dimension"));
 }
 
 template <class T>
@@ -595,9 +595,9 @@ std::uint64_t count_generated(const GenerateOptions& o) {
 
 TEST(DdmGenerate, ExpectedPairCountInOneTwoAndThreeDimensions) {
   for (int dims : {1, 2, 3})
-    for (Side side : {Side::Volume, Side::PerDimension}) {
-      if (dims == 1 && side == Side::PerDimension) continue;  // the same as volume
-      GenerateOptions o = options(20001, side == Side::Volume ? 10 : 200, dims, false, false, 1234 + dims);
+    for (SideRule side : {SideRule::Volume, SideRule::PerDimension}) {
+      if (dims == 1 && side == SideRule::PerDimension) continue;  // the same as volume
+      GenerateOptions o = options(20001, side == SideRule::Volume ? 10 : 200, dims, false, false, 1234 + dims);
       o.side = side;
       const double n_s = 10001, n_u = 10000;
       const PairMoments e = expected_pairs(side_length(o), o.length, dims, n_s, n_u);
@@ -608,7 +608,7 @@ TEST(DdmGenerate, ExpectedPairCountInOneTwoAndThreeDimensions) {
       fmt::print("dims {} side {}: {} pairs, expected {:.1f} +- {:.1f} (z = {:.2f})\n", dims, to_string(side), count,
                  e.mean, e.sd, (count - e.mean) / e.sd);
       EXPECT_LT(std::fabs(count - e.mean), 5 * e.sd);
-      if (side == Side::Volume) {
+      if (side == SideRule::Volume) {
         // The large-N approximation 2^(d-2) alpha N ignores the edges (W < L), which add pairs.
         const double approx = std::pow(2.0, dims - 2) * o.alpha * static_cast<double>(o.n);
         EXPECT_GT(e.mean, 0.999 * approx);

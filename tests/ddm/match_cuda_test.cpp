@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <random>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/regions.hpp"
 #include "support/test_support.hpp"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/model.hpp"
 #include "ddm/regions.hpp"
 #include "support/test_support.hpp"
@@ -118,8 +118,8 @@ TEST(DdmMatch, EdgeCases) {
     }
 }
 
-// The rules on the issue's own examples.
-TEST(DdmMatch, RulesOnTheIssueExamples) {
+// The rules on the examples of docs/ddm.md ("The three overlap rules").
+TEST(DdmMatch, RulesOnTheDocumentedExamples) {
   EXPECT_FALSE(overlaps<int>(Rule::HalfOpen, 5, 8, 5, 5));  // s = [5,8), u = [5,5)
   EXPECT_TRUE(overlaps<int>(Rule::Ieee1516, 5, 8, 5, 5));   // equal lowers
   EXPECT_TRUE(overlaps<int>(Rule::Closed, 5, 8, 8, 9));     // touching closed ranges

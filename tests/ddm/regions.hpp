@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/model.hpp"
 
 namespace simkit::ddm::test {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 #include "ddm/model.hpp"
 #include "ddm/regions.hpp"
 

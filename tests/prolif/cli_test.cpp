@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "prolif/analysis.hpp"
-#include "prolif/io.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/analysis.hpp"
+#include "simkit/prolif/io.hpp"
+#include "simkit/prolif/prolif.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::prolif {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/distributions.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/prolif.hpp"
 #include "support/test_support.hpp"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "prolif/io.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/core/error.hpp"
+#include "simkit/prolif/io.hpp"
+#include "simkit/prolif/prolif.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::prolif {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif::test_problems {
 

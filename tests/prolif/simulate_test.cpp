@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 #include "problems.hpp"
-#include "prolif/analysis.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/analysis.hpp"
+#include "simkit/prolif/prolif.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::prolif {

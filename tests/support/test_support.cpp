@@ -12,7 +12,7 @@
 #include <random>
 #include <sstream>
 
-#include "core/cuda_info.hpp"
+#include "simkit/core/cuda_info.hpp"
 
 namespace simkit::test {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "simkit/core/error.hpp"
 
 // In a TEST body: skips the test, with the reason, when no CUDA device is usable.
 #define SIMKIT_SKIP_WITHOUT_CUDA()                                                          \

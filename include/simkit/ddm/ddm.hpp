@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "core/error.hpp"
+#include "simkit/core/backend.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::ddm {
 
@@ -52,12 +52,9 @@ RegionView<T> view(const RegionSet<T>& r) {
   return RegionView<T>{r.dims, r.size(), r.ids.data(), r.lower.data(), r.upper.data()};
 }
 
-// The sets do not fit in the device's memory (the GPU matcher checks before it allocates). A
-// UserError, so the CLI exits with code 2; the C API returns SIMKIT_DDM_OUT_OF_MEMORY.
-class DeviceMemoryError : public UserError {
- public:
-  using UserError::UserError;
-};
+// simkit::DeviceMemoryError (core/error.hpp), as ddm's callers have always named it. The GPU
+// matcher checks before it allocates; the C API returns SIMKIT_DDM_OUT_OF_MEMORY.
+using DeviceMemoryError = ::simkit::DeviceMemoryError;
 
 // An intersecting pair: positions in the subscription and update sets (ids: s.ids[s], u.ids[u]).
 struct Match {

@@ -22,6 +22,14 @@ class UserError : public std::runtime_error {
 [[nodiscard]] UserError input_error(std::string_view file, std::size_t line, std::string_view field,
                                     std::string_view problem);
 
+// The problem does not fit in a device's memory: a UserError (the size of the problem, not a bug;
+// exit code 2), raised by every engine, either by a check before allocating or by the CUDA error
+// check when an allocation fails. The C API maps it to its out-of-memory status.
+class DeviceMemoryError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // A failure inside simkit (a CUDA call, an invariant): exit code 1.
 class InternalError : public std::runtime_error {
  public:

@@ -4,11 +4,12 @@
 // as in Darbyshire 2015), run as ensembles of independent realisations (docs/angio.md).
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
-#include "angio/angio.hpp"
-#include "angio/hybrid_rules.hpp"
-#include "core/backend.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/angio/hybrid_rules.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio {
 
@@ -115,11 +116,22 @@ void validate(const HybridProblem& problem);
 // (seed, tip id, step, purpose), so realisation r of --seed S equals a run with --seed S + r.
 Realisation run_hybrid_reference(const HybridProblem& problem, std::uint64_t seed);
 
-// Realisations r = 0..replicates-1 with seeds seed + r. Reference runs them one after another,
-// cpu shares them among threads; each equals a single run with its seed, whatever the thread
-// count. cuda runs them concurrently on GPU `device` (one warp per realisation) and gives the same
-// realisations bit for bit (with D_c > 0 each realisation has its own c field on the GPU). `progress(done, total)` is
-// called from one thread at a time.
+// An ensemble and what made it.
+struct HybridEnsemble {
+  std::vector<Realisation> realisations;  // realisation r has seed options.seed + r
+  Backend backend = Backend::Reference;   // the backend that ran (never Auto)
+  std::string device;                     // "CPU, 16 threads", "NVIDIA H200 (device 0)"...
+};
+
+// Realisations r = 0..replicates-1 with seeds options.seed + r. options.backend Auto runs cuda when
+// the build has it and options.device is usable, else cpu (resolve_backend). Reference runs them one
+// after another, cpu shares them among options.threads threads; each equals a single run with its
+// seed, whatever the thread count. cuda runs them concurrently on GPU options.device (one warp per
+// realisation) and gives the same realisations bit for bit (with D_c > 0 each realisation has its
+// own c field on the GPU). options.progress(done, total) is called from one thread at a time.
+HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options);
+
+// The same, returning the realisations only.
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
                                              Backend backend, int threads, const ProgressCallback& progress = {},
                                              int device = 0);

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "angio/angio.hpp"
+#include "simkit/angio/angio.hpp"
 
 namespace simkit::angio {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::prolif {
 

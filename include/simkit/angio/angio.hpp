@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "angio/model.hpp"
-#include "core/backend.hpp"
+#include "simkit/angio/params.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "angio/angio.hpp"
-#include "angio/hybrid.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/angio/hybrid.hpp"
 
 namespace simkit::angio {
 

@@ -12,11 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm {
 
-enum class Side { Subscription, Update };
+// Which set a region belongs to: the subscriptions (S) or the updates (U).
+enum class Role { Subscription, Update };
 
 // One change of a batch. Add and Move carry the region's new bounds, one value per dimension in
 // `lower` and `upper`; Remove ignores them. The changes of a batch apply in order, so one region
@@ -25,17 +26,17 @@ template <class T>
 struct Change {
   enum class Kind { Add, Move, Remove };
   Kind kind = Kind::Move;
-  Side side = Side::Subscription;
+  Role role = Role::Subscription;
   std::uint64_t id = 0;
   std::vector<T> lower, upper;
 
-  static Change add(Side side, std::uint64_t id, std::vector<T> lower, std::vector<T> upper) {
-    return {Kind::Add, side, id, std::move(lower), std::move(upper)};
+  static Change add(Role role, std::uint64_t id, std::vector<T> lower, std::vector<T> upper) {
+    return {Kind::Add, role, id, std::move(lower), std::move(upper)};
   }
-  static Change move(Side side, std::uint64_t id, std::vector<T> lower, std::vector<T> upper) {
-    return {Kind::Move, side, id, std::move(lower), std::move(upper)};
+  static Change move(Role role, std::uint64_t id, std::vector<T> lower, std::vector<T> upper) {
+    return {Kind::Move, role, id, std::move(lower), std::move(upper)};
   }
-  static Change remove(Side side, std::uint64_t id) { return {Kind::Remove, side, id, {}, {}}; }
+  static Change remove(Role role, std::uint64_t id) { return {Kind::Remove, role, id, {}, {}}; }
 };
 
 // (subscription id, update id).

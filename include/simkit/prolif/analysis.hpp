@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "ddm/io.hpp"
+#include "simkit/ddm/io.hpp"
 
 namespace simkit::ddm {
 
@@ -14,13 +14,13 @@ namespace simkit::ddm {
 //   Volume:       side = L * (alpha / N)^(1/d): the regions' volume adds up to alpha * L^d, and
 //                 the expected number of pairs is about 2^(d-2) * alpha * N.
 // For d = 1 both are the same.
-enum class Side { Volume, PerDimension };
+enum class SideRule { Volume, PerDimension };
 
 struct GenerateOptions {
   std::uint64_t n = 0;       // regions in all; S gets ceil(n / 2), U the rest
   double alpha = 1;          // overlap degree, 0 < alpha <= n
   int dims = 1;              // 1 to kMaxDims
-  Side side = Side::Volume;  //
+  SideRule side = SideRule::Volume;
   bool integer = false;      // u64 coordinates: integer side (at least 1) and integer lower bounds
   bool clustered = false;    // lower bounds around kHotSpots hot spots instead of uniform
   std::uint64_t seed = 1;
@@ -38,7 +38,7 @@ double side_length(const GenerateOptions& options);
 // within each set: S 0..|S|-1, U 0..|U|-1. A bad option is a UserError naming the flag.
 AnyRegions generate(const GenerateOptions& options);
 
-Side parse_side(std::string_view text);  // "volume" or "per-dimension"
-std::string_view to_string(Side side);
+SideRule parse_side_rule(std::string_view text);  // "volume" or "per-dimension"
+std::string_view to_string(SideRule side);
 
 }  // namespace simkit::ddm

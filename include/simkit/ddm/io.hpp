@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "ddm/ddm.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm {
 

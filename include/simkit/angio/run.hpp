@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "angio/angio.hpp"
-#include "angio/io.hpp"
-#include "core/backend.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/angio/io.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio {
 

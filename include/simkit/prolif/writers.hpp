@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "prolif/analysis.hpp"
-#include "prolif/prolif.hpp"
+#include "simkit/prolif/analysis.hpp"
+#include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
 

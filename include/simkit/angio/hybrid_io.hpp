@@ -1,12 +1,12 @@
 #pragma once
-// Files of the hybrid model (issue 5): per-realisation metrics, the ensemble table and summary,
+// Files of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): per-realisation metrics, the ensemble table and summary,
 // the network as VTK PolyData, and a quick-look projection. Writers are atomic (core/output.hpp).
 #include <filesystem>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "angio/hybrid.hpp"
+#include "simkit/angio/hybrid.hpp"
 
 namespace simkit::angio {
 
