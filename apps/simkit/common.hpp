@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "simkit/core/backend.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::cli {
 
@@ -30,6 +32,11 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
   app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");
   app.add_flag("--json", o.json, "Print the end-of-run summary as one JSON object on one line of stdout");
 }
+
+// The flag that sets a library field ("t_max" -> "--t-max"; errors.cpp has the table).
+std::string flag_for(std::string_view field);
+// A library error as the CLI prints it: fields named by their flags.
+std::string cli_message(const UserError& e);
 
 // Resolves backend and device into RunOptions (seed is set by the subcommand, which owns --seed).
 inline RunOptions to_run_options(const CommonRunOptions& o) {

@@ -126,13 +126,11 @@ void check_backend(const MatchOptions& o) {
       resolve_backend(backend, o.device);
     } catch (const UserError& e) {
       // The user named the algorithm, not the backend: say which backend it needs, and why that
-      // one cannot run (without the "--backend cuda: " the message starts with).
-      std::string_view why = e.what();
-      if (why.starts_with("--backend") && why.find(": ") != std::string_view::npos) {
-        why.remove_prefix(why.find(": ") + 2);
-      }
-      throw UserError(fmt::format("--algorithm {} runs on the {} backend: {}", to_string(o.algorithm),
-                                  simkit::to_string(backend), why));
+      // one cannot run (the backend error's detail after its own value, " cuda: ").
+      std::string_view why = e.field() == "backend" ? std::string_view(e.detail()) : std::string_view(e.what());
+      if (e.field() == "backend" && why.find(": ") != std::string_view::npos) why.remove_prefix(why.find(": ") + 2);
+      throw UserError("algorithm", fmt::format(" {} runs on the {} backend: {}", to_string(o.algorithm),
+                                               simkit::to_string(backend), why));
     }
   }
   resolve_algorithm(o.algorithm, resolve_backend(backend, o.device));

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   try {
     return action ? action() : kExitOk;
   } catch (const UserError& e) {
-    fmt::print(stderr, "simkit: error: {}\n", e.what());
+    fmt::print(stderr, "simkit: error: {}\n", simkit::cli::cli_message(e));
     return kExitUser;
   } catch (const std::exception& e) {
     fmt::print(stderr, "simkit: internal error: {}\n", e.what());

@@ -6,7 +6,7 @@
 namespace simkit::angio::detail::cuda {
 
 namespace {
-[[noreturn]] void no_cuda() { throw UserError("--backend cuda: this simkit was built without CUDA support"); }
+[[noreturn]] void no_cuda() { throw UserError("backend", " cuda: this simkit was built without CUDA support"); }
 }  // namespace
 
 template <class T>

@@ -670,10 +670,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, tip_uptake, p.nodes);
   const auto fit = static_cast<long long>(static_cast<double>(free) * 0.6 / static_cast<double>(per));
   if (fit < 1) {
-    throw UserError("--backend cuda: one realisation needs " + std::to_string(per >> 20) + " MiB of GPU memory (" +
+    throw UserError("backend", " cuda: one realisation needs " + std::to_string(per >> 20) + " MiB of GPU memory (" +
                     std::to_string(segments) + " segments, " + std::to_string(tips) + " tips" +
                     (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
-                    " MiB are free; lower --t-max or --max-tips, or use --backend cpu");
+                    " MiB are free; lower `t_max` or `max_tips`, or use `backend` cpu");
   }
   const int batch_size =
       static_cast<int>(std::min<long long>({fit, static_cast<long long>(which.size()), fields ? 65535LL : 1LL << 30}));

@@ -6,7 +6,7 @@ namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, const ProgressCallback&, const Capacity&,
                              Timing*) {
-  throw UserError("--backend cuda: this simkit was built without CUDA support");
+  throw UserError("backend", " cuda: this simkit was built without CUDA support");
 }
 
 }  // namespace simkit::angio::detail::hybrid_cuda

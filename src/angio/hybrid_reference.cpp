@@ -445,60 +445,60 @@ void validate(const HybridProblem& p) {
   continuous.dt = p.dt;
   continuous.initial = p.initial;
   validate(continuous);
-  if (p.grid.nx < 3) throw UserError("--grid: the hybrid model needs NX >= 3 (the parent vessel is the x = 0 face)");
+  if (p.grid.nx < 3) throw UserError("grid", ": the hybrid model needs NX >= 3 (the parent vessel is the x = 0 face)");
   const HybridParams& h = p.hybrid;
-  if (!(std::isfinite(h.psi) && h.psi >= 0)) throw UserError(fmt::format("--psi {}: must be a number >= 0", h.psi));
-  if (!(h.reach_x > 0 && h.reach_x <= 1)) throw UserError(fmt::format("--reach-x {}: must be in (0, 1]", h.reach_x));
-  if (!(std::isfinite(h.t_max) && h.t_max > 0)) throw UserError(fmt::format("--t-max {}: must be positive", h.t_max));
+  if (!(std::isfinite(h.psi) && h.psi >= 0)) throw UserError("psi", fmt::format(" {}: must be a number >= 0", h.psi));
+  if (!(h.reach_x > 0 && h.reach_x <= 1)) throw UserError("reach_x", fmt::format(" {}: must be in (0, 1]", h.reach_x));
+  if (!(std::isfinite(h.t_max) && h.t_max > 0)) throw UserError("t_max", fmt::format(" {}: must be positive", h.t_max));
   if (h.t_max / p.dt > 2e9) {
-    throw UserError(fmt::format("--t-max {}: {:.3g} steps of k = {}; at most 2e9", h.t_max, h.t_max / p.dt, p.dt));
+    throw UserError("t_max", fmt::format(" {}: {:.3g} steps of k = {}; at most 2e9", h.t_max, h.t_max / p.dt, p.dt));
   }
-  if (h.max_tips < 1) throw UserError(fmt::format("--max-tips {}: must be >= 1", h.max_tips));
-  if (h.sprouts < 0) throw UserError(fmt::format("--sprouts {}: must be >= 0", h.sprouts));
+  if (h.max_tips < 1) throw UserError("max_tips", fmt::format(" {}: must be >= 1", h.max_tips));
+  if (h.sprouts < 0) throw UserError("sprouts", fmt::format(" {}: must be >= 0", h.sprouts));
   const std::int64_t face = static_cast<std::int64_t>(p.grid.ny) * p.grid.nz;
   if (h.sprouts > face) {
-    throw UserError(fmt::format("--sprouts {}: the parent vessel's face has only {} nodes", h.sprouts, face));
+    throw UserError("sprouts", fmt::format(" {}: the parent vessel's face has only {} nodes", h.sprouts, face));
   }
   if (!h.sprouts_at.empty()) {
-    if (h.sprouts > 0) throw UserError("--sprouts and --sprouts-at: give one of them");
+    if (h.sprouts > 0) throw UserError("sprouts", " and `sprouts_at`: give one of them");
     if (static_cast<std::int64_t>(h.sprouts_at.size()) > face) {
-      throw UserError(fmt::format("--sprouts-at: {} positions, but the parent vessel's face has only {} nodes",
+      throw UserError("sprouts_at", fmt::format(": {} positions, but the parent vessel's face has only {} nodes",
                                   h.sprouts_at.size(), face));
     }
     std::set<std::pair<long, long>> seen;
     for (std::size_t k = 0; k < h.sprouts_at.size(); ++k) {
       const SproutPosition& s = h.sprouts_at[k];
       if (!(s.y >= 0 && s.y <= 1)) {
-        throw UserError(fmt::format("--sprouts-at: position {} has y = {}; expected a fraction of the box in [0, 1]",
+        throw UserError("sprouts_at", fmt::format(": position {} has y = {}; expected a fraction of the box in [0, 1]",
                                     k + 1, s.y));
       }
       if (p.grid.nz == 1 && s.z != SproutPosition::kMidPlane) {
-        throw UserError(fmt::format("--sprouts-at: position {} gives z = {} on a 2D grid (NZ = 1); give y only",
+        throw UserError("sprouts_at", fmt::format(": position {} gives z = {} on a 2D grid (NZ = 1); give y only",
                                     k + 1, s.z));
       }
       if (p.grid.nz > 1 && s.z != SproutPosition::kMidPlane && !(s.z >= 0 && s.z <= 1)) {
-        throw UserError(fmt::format("--sprouts-at: position {} has z = {}; expected a fraction of the box in [0, 1]",
+        throw UserError("sprouts_at", fmt::format(": position {} has z = {}; expected a fraction of the box in [0, 1]",
                                     k + 1, s.z));
       }
       const long j = std::lround(s.y * (p.grid.ny - 1)), l = p.grid.nz > 1 ? std::lround(s.z_or_mid_plane() * (p.grid.nz - 1)) : 0;
       if (!seen.insert({j, l}).second) {
-        throw UserError(fmt::format("--sprouts-at: position {} (y = {}) falls on the same node as an earlier one "
+        throw UserError("sprouts_at", fmt::format(": position {} (y = {}) falls on the same node as an earlier one "
                                     "(node j = {}); use distinct positions or a finer grid",
                                     k + 1, s.y, j));
       }
     }
   }
   if (!(std::isfinite(h.branch_density) && h.branch_density >= 0)) {
-    throw UserError(fmt::format("--branch-density {}: must be a number >= 0 (0: off)", h.branch_density));
+    throw UserError("branch_density", fmt::format(" {}: must be a number >= 0 (0: off)", h.branch_density));
   }
   if (h.anastomosis_window < 1) {
-    throw UserError(fmt::format("--anastomosis window:{}: the window must be at least 1 position", h.anastomosis_window));
+    throw UserError("anastomosis", fmt::format(" window:{}: the window must be at least 1 position", h.anastomosis_window));
   }
   if (h.sprouts > 0) {
     const std::size_t distinct = detail::sprout_positions(p.grid, p.initial, h).size();
     if (distinct < static_cast<std::size_t>(h.sprouts)) {
       throw UserError(
-          fmt::format("--sprouts {}: the regular pattern on a {} x {} face gives only {} distinct nodes; "
+          "sprouts", fmt::format(" {}: the regular pattern on a {} x {} face gives only {} distinct nodes; "
                       "use at most {} or a finer grid",
                       h.sprouts, p.grid.ny, p.grid.nz, distinct, distinct));
     }
@@ -529,7 +529,7 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
 
 HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
   validate(problem);
-  if (replicates < 1) throw UserError(fmt::format("--replicates {}: must be >= 1", replicates));
+  if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
   HybridEnsemble result;
   result.backend = resolve_backend(options.backend, options.device);
   const Backend backend = result.backend;
@@ -550,8 +550,8 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
   const std::size_t available = detail::host_available_bytes();
   if (available > 0 && needed > static_cast<double>(available)) {
     throw UserError(
-        fmt::format("--grid {},{},{}: {} workers need {:.2f} GiB of host memory and {:.2f} GiB are "
-                    "available; use fewer --threads, a smaller grid or --backend cuda",
+        "grid", fmt::format(" {},{},{}: {} workers need {:.2f} GiB of host memory and {:.2f} GiB are "
+                    "available; use fewer `threads`, a smaller grid or `backend` cuda",
                     problem.grid.nx, problem.grid.ny, problem.grid.nz, workers, needed / 1073741824.0,
                     static_cast<double>(available) / 1073741824.0));
   }

@@ -90,7 +90,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (settings.auto_dt) {
     const double k = 0.9 * report.stability.largest_stable_k;
     if (!std::isfinite(k) || !(k > 0)) {
-      throw UserError(fmt::format("--dt: no automatic step: the largest stable k is {} ({}); give --dt (and --force)",
+      throw UserError("dt", fmt::format(": no automatic step: the largest stable k is {} ({}); give `dt` (and `force`)",
                                   report.stability.largest_stable_k, report.stability.binding_limit));
     }
     // Two significant digits, rounded down, written the way a person would type it.
@@ -102,14 +102,14 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (settings.t_max) {
     const double steps = std::ceil(*settings.t_max / problem.dt - 1e-9);
     if (!std::isfinite(*settings.t_max) || !(steps < 4.0e18)) {
-      throw UserError(fmt::format("--t-max {}: needs {} steps of k = {:.6g}; give a finite, smaller end time",
+      throw UserError("t_max", fmt::format(" {}: needs {} steps of k = {:.6g}; give a finite, smaller end time",
                                   *settings.t_max, steps, problem.dt));
     }
     settings.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(steps));
   }
   if (settings.restart && start >= settings.steps) {
-    throw UserError(fmt::format("{} {}: the checkpoint {} is already at step {} (t = {:.6g}); nothing to do",
-                                settings.t_max ? "--t-max" : "--steps",
+    throw UserError(settings.t_max ? "t_max" : "steps",
+                    fmt::format(" {}: the checkpoint {} is already at step {} (t = {:.6g}); nothing to do",
                                 settings.t_max ? fmt::format("{}", *settings.t_max) : std::to_string(settings.steps),
                                 settings.restart_source, start, static_cast<double>(start) * problem.dt));
   }
@@ -165,16 +165,16 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     // fields, and steepening gradients can lower it during the run: stop and say so.
     if (problem.form == Form::Flux && r.min[0] < 0 && !settings.force) {
       write_series_csv(series_path, series);
-      throw UserError(fmt::format(
-          "--dt {:.6g}: the flux form made n negative (min n = {:.3g}) at step {} (t = {:.6g}): its step limit, "
-          "{:.6g} on the initial fields, fell below k as the gradients steepened; use a smaller --dt, or --force",
+      throw UserError("dt", fmt::format(
+          " {:.6g}: the flux form made n negative (min n = {:.3g}) at step {} (t = {:.6g}): its step limit, "
+          "{:.6g} on the initial fields, fell below k as the gradients steepened; use a smaller `dt`, or `force`",
           problem.dt, r.min[0], step, time_of(step), report.stability.flux_limit));
     }
     for (int q = 0; q < 3; ++q) {
       if (!std::isfinite(r.integral[q]) || !std::isfinite(r.min[q]) || !std::isfinite(r.max[q])) {
         if (settings.series_every > 0) write_series_csv(series_path, series);
-        throw UserError(fmt::format(
-            "--dt {:.6g}: the run became unstable: {} is no longer finite at step {} (t = {:.6g}); the stability "
+        throw UserError("dt", fmt::format(
+            " {:.6g}: the run became unstable: {} is no longer finite at step {} (t = {:.6g}); the stability "
             "check allowed k <= {:.6g} ({})",
             problem.dt, field_name(q), step, time_of(step), report.stability.largest_stable_k,
             report.stability.binding_limit));
@@ -292,9 +292,9 @@ RunReport run(RunSettings settings, const RunOptions& options) {
   validate(settings.problem);
   const Backend backend = resolve_backend(options.backend, options.device);
   check_capacity(settings.problem, backend, options.device);
-  if (settings.steps < 1) throw UserError(fmt::format("--steps {}: must be >= 1", settings.steps));
+  if (settings.steps < 1) throw UserError("steps", fmt::format(" {}: must be >= 1", settings.steps));
   if (settings.output_every < 0 || settings.series_every < 0 || settings.checkpoint_every < 0) {
-    throw UserError("--output-every, --series-every and --checkpoint-every must be >= 0");
+    throw UserError("output_every", ", `series_every` and `checkpoint_every` must be >= 0");
   }
   if (settings.problem.precision == Precision::Fp32) return run_typed<float>(settings, backend, options);
   return run_typed<double>(settings, backend, options);

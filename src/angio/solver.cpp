@@ -37,12 +37,12 @@ template std::unique_ptr<Solver<double>> make_solver<double>(const Problem&, con
 void validate(const Problem& p) {
   const Grid& g = p.grid;
   auto require = [](bool ok, const char* field, const std::string& problem) {
-    if (!ok) throw UserError(fmt::format("{}: {}", field, problem));
+    if (!ok) throw UserError(field, ": " + problem);
   };
-  require(g.nx >= 2 && g.ny >= 2 && g.nz >= 1, "--grid",
+  require(g.nx >= 2 && g.ny >= 2 && g.nz >= 1, "grid",
           fmt::format("{},{},{}: need NX >= 2, NY >= 2, NZ >= 1 (NZ = 1 is the 2D model)", g.nx, g.ny, g.nz));
-  require(std::isfinite(g.h) && g.h > 0, "--h", fmt::format("{}: the spacing must be a positive number", g.h));
-  require(std::isfinite(p.dt) && p.dt > 0, "--dt", fmt::format("{}: the step must be a positive number", p.dt));
+  require(std::isfinite(g.h) && g.h > 0, "h", fmt::format("{}: the spacing must be a positive number", g.h));
+  require(std::isfinite(p.dt) && p.dt > 0, "dt", fmt::format("{}: the step must be a positive number", p.dt));
   const ModelParams& m = p.model;
   const std::pair<const char*, double> params[] = {{"diffusion (D)", m.diffusion},
                                                    {"chemotaxis (chi0)", m.chemotaxis},
@@ -92,7 +92,7 @@ std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0
 void check_capacity(const Problem& p, Backend backend, int device) {
   const double nodes = static_cast<double>(p.grid.nx) * p.grid.ny * p.grid.nz;
   if (nodes > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 64)) {
-    throw UserError(fmt::format("--grid {},{},{}: too many nodes", p.grid.nx, p.grid.ny, p.grid.nz));
+    throw UserError("grid", fmt::format(" {},{},{}: too many nodes", p.grid.nx, p.grid.ny, p.grid.nz));
   }
   const double value = p.precision == Precision::Fp32 ? 4.0 : 8.0;
   // Host: the initial fields or the read-back buffer (3 arrays; run() frees the first before it
@@ -101,20 +101,20 @@ void check_capacity(const Problem& p, Backend backend, int device) {
   const std::size_t available = host_available_bytes();
   if (available > 0 && host > static_cast<double>(available)) {
     throw UserError(
-        fmt::format("--grid {},{},{}: the {} run needs {} of host memory and {} is available; use a smaller grid{}",
+        "grid", fmt::format(" {},{},{}: the {} run needs {} of host memory and {} is available; use a smaller grid{}",
                     p.grid.nx, p.grid.ny, p.grid.nz, p.precision == Precision::Fp32 ? "fp32" : "fp64", gib(host),
-                    gib(static_cast<double>(available)), backend == Backend::Cuda ? "" : " or --backend cuda"));
+                    gib(static_cast<double>(available)), backend == Backend::Cuda ? "" : " or `backend` cuda"));
   }
   if (backend == Backend::Cuda) {
     // CUDA grids are at most 65535 blocks in y and z: the kernels use ceil(NY / 8) and NZ.
     if (p.grid.ny > 8 * 65535 || p.grid.nz > 65535) {
-      throw UserError(fmt::format("--grid {},{},{}: the cuda backend takes NY <= {} and NZ <= 65535", p.grid.nx,
+      throw UserError("grid", fmt::format(" {},{},{}: the cuda backend takes NY <= {} and NZ <= 65535", p.grid.nx,
                                   p.grid.ny, p.grid.nz, 8 * 65535));
     }
     const double device_bytes = nodes * value * 6.0 + 64.0 * 1024 * 1024;
     const std::size_t free = detail::cuda::free_memory(device);
     if (device_bytes > static_cast<double>(free)) {
-      throw DeviceMemoryError(fmt::format("--grid {},{},{}: the run needs {} of GPU memory and device {} has {} free",
+      throw DeviceMemoryError("grid", fmt::format(" {},{},{}: the run needs {} of GPU memory and device {} has {} free",
                                   p.grid.nx, p.grid.ny, p.grid.nz, gib(device_bytes), device,
                                   gib(static_cast<double>(free))));
     }

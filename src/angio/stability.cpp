@@ -102,8 +102,8 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
 void enforce_stability(const Problem& problem, const StabilityReport& report, bool force) {
   if (force || problem.dt <= report.largest_stable_k) return;
   throw UserError(
-      fmt::format("--dt {:.6g}: unstable: the {} limit allows at most k = {:.6g} on this grid and initial state; use "
-                  "--dt {:.6g} or less, or --force to run anyway",
+      "dt", fmt::format(" {:.6g}: unstable: the {} limit allows at most k = {:.6g} on this grid and initial state; use "
+                  "`dt` {:.6g} or less, or `force` to run anyway",
                   problem.dt, report.binding_limit, report.largest_stable_k, report.largest_stable_k));
 }
 

@@ -13,7 +13,7 @@ Backend parse_backend(std::string_view text) {
   if (text == "reference") return Backend::Reference;
   if (text == "cpu") return Backend::Cpu;
   if (text == "cuda") return Backend::Cuda;
-  throw UserError(fmt::format("--backend: '{}' is not a backend; expected auto, reference, cpu or cuda", text));
+  throw UserError("backend", fmt::format(": '{}' is not a backend; expected auto, reference, cpu or cuda", text));
 }
 
 std::string_view to_string(Backend backend) {
@@ -36,10 +36,10 @@ Backend resolve_backend(Backend requested, int device) {
   const bool usable = status.usable && device >= 0 && device < static_cast<int>(status.devices.size());
   if (requested == Backend::Auto) return usable ? Backend::Cuda : Backend::Cpu;
   if (!status.built)
-    throw UserError("--backend cuda: this simkit was built without CUDA support (SIMKIT_CUDA=OFF or no nvcc)");
-  if (!status.usable) throw UserError(fmt::format("--backend cuda: no usable CUDA device: {}", status.reason));
+    throw UserError("backend", " cuda: this simkit was built without CUDA support (SIMKIT_CUDA=OFF or no nvcc)");
+  if (!status.usable) throw UserError("backend", fmt::format(" cuda: no usable CUDA device: {}", status.reason));
   if (!usable) {
-    throw UserError(fmt::format("--device {}: no such CUDA device; this machine has {} (0..{})", device,
+    throw UserError("device", fmt::format(" {}: no such CUDA device; this machine has {} (0..{})", device,
                                 status.devices.size(), status.devices.size() - 1));
   }
   return Backend::Cuda;

@@ -58,7 +58,7 @@ void ensure_output_directory(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) {
-    throw UserError(fmt::format("--out {}: cannot create the output directory: {}", dir.string(),
+    throw UserError("out", fmt::format(" {}: cannot create the output directory: {}", dir.string(),
                                 ec ? ec.message() : "a file of that name exists"));
   }
 }

@@ -59,6 +59,12 @@ struct Cancelled {
   int code = 0;
 };
 
+// A library error in the C API's words: its option names are the library's field names
+// ("backend", "algorithm", "rule"), so fields read as they are, without the backquotes.
+std::string c_message(const UserError& e) {
+  return message_naming(e, [](std::string_view field) { return std::string(field); });
+}
+
 void set_error(simkit_ddm_matcher* m, const char* text) noexcept {
   try {
     m->error.assign(text);
@@ -93,10 +99,10 @@ simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
     set_error(m, e.what());
     return e.status();
   } catch (const simkit::DeviceMemoryError& e) {
-    set_error(m, e.what());
+    set_error(m, c_message(e).c_str());
     return SIMKIT_DDM_OUT_OF_MEMORY;
   } catch (const UserError& e) {
-    set_error(m, e.what());
+    set_error(m, c_message(e).c_str());
     return SIMKIT_DDM_BAD_INPUT;
   } catch (const std::bad_alloc&) {
     set_error(m, "out of memory");
@@ -153,7 +159,7 @@ void check_available(const MatchOptions& o) {
   try {
     simkit::resolve_backend(Backend::Cuda, o.device);
   } catch (const UserError& e) {
-    throw Failure(SIMKIT_DDM_UNAVAILABLE, e.what());
+    throw Failure(SIMKIT_DDM_UNAVAILABLE, c_message(e));
   }
 }
 

@@ -331,7 +331,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
                   const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u,
                   MatchReport& report) {
   if (s.size >= std::numeric_limits<Index>::max() || u.size >= std::numeric_limits<Index>::max()) {
-    throw UserError("--algorithm gpu: each set must hold fewer than 2^32 - 1 regions");
+    throw UserError("algorithm", " gpu: each set must hold fewer than 2^32 - 1 regions");
   }
   const cuda::DeviceGuard guard(device);
   if (s.size == 0 || u.size == 0) return 0;
@@ -344,7 +344,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     const double need = static_cast<double>(ns + nu) * (4.0 * sizeof(T) * static_cast<double>(dims) + 2.0 * sizeof(T) +
                                                         3.0 * sizeof(Index) + 4.0 + 16.0);
     if (need > 0.9 * static_cast<double>(free)) {
-      throw DeviceMemoryError("--algorithm gpu: " + std::to_string(ns + nu) + " regions need about " +
+      throw DeviceMemoryError("algorithm", " gpu: " + std::to_string(ns + nu) + " regions need about " +
                               std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB of device memory and " +
                               std::to_string(free >> 20) + " MiB are free; use the cpu backend");
     }
@@ -496,9 +496,9 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
   const double matrix = static_cast<double>(ns) * static_cast<double>(words) * 4.0;
   if (matrix > 0.6 * static_cast<double>(free) || ns >= std::numeric_limits<Index>::max()) {
-    throw UserError("--algorithm bitmatrix: the " + std::to_string(ns) + " x " + std::to_string(nu) +
+    throw UserError("algorithm", " bitmatrix: the " + std::to_string(ns) + " x " + std::to_string(nu) +
                     " bit matrix needs " + std::to_string(static_cast<long long>(matrix / 1048576.0)) + " MiB and " +
-                    std::to_string(free >> 20) + " MiB are free; use --algorithm gpu (O(N + K) memory)");
+                    std::to_string(free >> 20) + " MiB are free; use `algorithm` gpu (O(N + K) memory)");
   }
   Clock::time_point t = Clock::now();
   cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;

@@ -24,13 +24,13 @@ constexpr std::uint32_t kUpdateTag = 1;
 constexpr std::uint32_t kHotSpotTag = 2;
 
 void check(const GenerateOptions& o) {
-  if (o.n < 1) throw UserError("--n: expected at least 1 region");
+  if (o.n < 1) throw UserError("n", ": expected at least 1 region");
   if (o.dims < 1 || o.dims > kMaxDims) {
-    throw UserError(fmt::format("--dims {}: ddm takes 1 to {} dimensions", o.dims, kMaxDims));
+    throw UserError("dims", fmt::format(" {}: ddm takes 1 to {} dimensions", o.dims, kMaxDims));
   }
   if (!std::isfinite(o.alpha) || !(o.alpha > 0) || o.alpha > static_cast<double>(o.n)) {
     throw UserError(
-        fmt::format("--alpha {}: expected 0 < alpha <= N ({}); a larger alpha makes regions larger "
+        "alpha", fmt::format(" {}: expected 0 < alpha <= N ({}); a larger alpha makes regions larger "
                     "than the space",
                     o.alpha, o.n));
   }
@@ -120,7 +120,7 @@ AnyRegions generate(const GenerateOptions& options) {
 SideRule parse_side_rule(std::string_view text) {
   if (text == "volume") return SideRule::Volume;
   if (text == "per-dimension") return SideRule::PerDimension;
-  throw UserError(fmt::format("--side {}: expected volume or per-dimension", text));
+  throw UserError("side", fmt::format(" {}: expected volume or per-dimension", text));
 }
 
 std::string_view to_string(SideRule side) { return side == SideRule::Volume ? "volume" : "per-dimension"; }

@@ -162,13 +162,13 @@ T parse_bound(std::string_view token, Mode mode, std::string_view file, std::siz
       if (!exact) {
         throw input_error(file, line, field,
                           fmt::format("integer {} is above 2^64-1 and other bounds are not integers (f64); "
-                                      "force f64 coordinates (--coords f64) to read it rounded",
+                                      "force f64 coordinates (`coords` f64) to read it rounded",
                                       shown(token)));
       }
       if (!(value < kTwoTo64) || static_cast<std::uint64_t>(value) != *exact) {
         throw input_error(file, line, field,
                           fmt::format("integer {} is not exactly representable as f64, which other bounds that "
-                                      "are not integers make this file; force f64 coordinates (--coords f64) to "
+                                      "are not integers make this file; force f64 coordinates (`coords` f64) to "
                                       "read it rounded",
                                       shown(token)));
       }

@@ -141,7 +141,7 @@ Rule parse_rule(std::string_view text) {
   if (text == "ieee1516") return Rule::Ieee1516;
   if (text == "half-open") return Rule::HalfOpen;
   if (text == "closed") return Rule::Closed;
-  throw UserError(fmt::format("--rule {}: expected {}", text, kRules));
+  throw UserError("rule", fmt::format(" {}: expected {}", text, kRules));
 }
 std::string_view to_string(Rule rule) {
   return rule == Rule::Closed ? "closed" : (rule == Rule::HalfOpen ? "half-open" : "ieee1516");
@@ -150,7 +150,7 @@ Coords parse_coords(std::string_view text) {
   if (text == "u32") return Coords::U32;
   if (text == "u64") return Coords::U64;
   if (text == "f64") return Coords::F64;
-  throw UserError(fmt::format("--coords {}: expected u32, u64 or f64", text));
+  throw UserError("coords", fmt::format(" {}: expected u32, u64 or f64", text));
 }
 std::string_view to_string(Coords coords) {
   return coords == Coords::U32 ? "u32" : (coords == Coords::U64 ? "u64" : "f64");
@@ -164,7 +164,7 @@ Algorithm parse_algorithm(std::string_view text) {
   if (text == "parallel") return Algorithm::Parallel;
   if (text == "bitmatrix") return Algorithm::BitMatrix;
   if (text == "gpu") return Algorithm::Gpu;
-  throw UserError(fmt::format("--algorithm {}: expected {}", text, kAlgorithms));
+  throw UserError("algorithm", fmt::format(" {}: expected {}", text, kAlgorithms));
 }
 std::string_view to_string(Algorithm a) {
   switch (a) {
@@ -193,7 +193,7 @@ Algorithm resolve_algorithm(Algorithm requested, Backend backend) {
                                     : (backend == Backend::Cpu ? Algorithm::Parallel : Algorithm::BruteForce);
   }
   if (home_of(requested) != backend) {
-    throw UserError(fmt::format("--algorithm {} runs on the {} backend, not on {}", to_string(requested),
+    throw UserError("algorithm", fmt::format(" {} runs on the {} backend, not on {}", to_string(requested),
                                 simkit::to_string(home_of(requested)), simkit::to_string(backend)));
   }
   return requested;

@@ -5,7 +5,7 @@
 namespace simkit::prolif::detail::cuda {
 
 std::vector<WalkStats> run(const std::vector<PreparedRun>&, std::vector<Result>&, int) {
-  throw UserError("--backend cuda: this simkit was built without CUDA support");
+  throw UserError("backend", " cuda: this simkit was built without CUDA support");
 }
 
 }  // namespace simkit::prolif::detail::cuda

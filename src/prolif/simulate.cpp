@@ -59,7 +59,7 @@ int generation_limit(double phi, double phi_min) {
 PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std::uint64_t seed, Result& result) {
   PreparedRun run;
   if (model.times.size() > static_cast<std::size_t>(kMaxTimes)) {
-    throw UserError(fmt::format("--times: at most {} output times per run, got {}", kMaxTimes, model.times.size()));
+    throw UserError("times", fmt::format(": at most {} output times per run, got {}", kMaxTimes, model.times.size()));
   }
   run.walk.seed = seed;
   run.walk.num_times = static_cast<int>(model.times.size());
@@ -117,7 +117,7 @@ void check_stats(const WalkStats& stats) {
   if (stats.too_deep > 0) {
     throw UserError(
         fmt::format("a lineage went past {} generations ({} divisions): simkit follows at most {} generations; raise "
-                    "--phi-min or lower --t-max",
+                    "`phi_min` or lower `t_max`",
                     kMaxGenerationsDevice, stats.too_deep, kMaxGenerationsDevice));
   }
 }

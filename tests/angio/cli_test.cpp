@@ -244,6 +244,8 @@ void expect_user_error(const std::vector<std::string>& args, const std::vector<s
   EXPECT_EQ(r.exit_code, 2) << describe(r);
   EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
   for (const auto& part : message_parts) EXPECT_TRUE(contains(r.err, part)) << "'" << part << "' not in: " << r.err;
+  // The library names fields (`dt`); the CLI prints every one as its flag (--dt).
+  EXPECT_FALSE(contains(r.err, "`")) << r.err;
   EXPECT_TRUE(empty_or_absent(out)) << "the run wrote into --out before failing";
 }
 

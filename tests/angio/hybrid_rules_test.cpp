@@ -701,9 +701,9 @@ TEST(AngioHybridRules, BadRuleValuesAreUserErrors) {
   refused(p, "give one of them");
   p = small_problem(1, 0.34);
   p.hybrid.branch_density = -1;
-  refused(p, "--branch-density");
+  refused(p, "branch_density -1");
   p.hybrid.branch_density = std::numeric_limits<double>::quiet_NaN();
-  refused(p, "--branch-density");
+  refused(p, "branch_density nan");
   p = small_problem(1, 0.34);
   p.hybrid.anastomosis = AnastomosisRule::Window;
   p.hybrid.anastomosis_window = 0;

@@ -157,7 +157,7 @@ TEST(Backend, CudaAndAutoFollowTheMachine) {
     EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cuda);
   } else {
     const std::string message = user_error([] { (void)simkit::resolve_backend(Backend::Cuda, 0); });
-    EXPECT_NE(message.find("--backend cuda"), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("backend cuda", 0), 0u) << message;
     EXPECT_NE(message.find(status.reason), std::string::npos) << "the reason is given: " << message;
     EXPECT_EQ(simkit::resolve_backend(Backend::Auto, 0), Backend::Cpu);
   }
@@ -250,3 +250,24 @@ TEST(Svg, LogAxisSkipsZerosAndNegatives) {
 }
 
 }  // namespace
+
+// A field error keeps the library's field apart from the text, so that front ends name it their
+// own way; `field` references in the text are named the same way (docs/architecture.md, "Errors").
+TEST(UserError, FieldErrorsAreRenamedByFrontEnds) {
+  const simkit::UserError e("t_max", " 0: must be positive; or give `steps` (and `force`)");
+  EXPECT_EQ(e.field(), "t_max");
+  EXPECT_STREQ(e.what(), "t_max 0: must be positive; or give `steps` (and `force`)");
+  const auto flag = [](std::string_view field) {
+    std::string f = "--" + std::string(field);
+    for (char& ch : f) ch = ch == '_' ? '-' : ch;
+    return f;
+  };
+  EXPECT_EQ(simkit::message_naming(e, flag), "--t-max 0: must be positive; or give --steps (and --force)");
+  const simkit::UserError plain("file.csv:3: give `coords` f64");
+  EXPECT_TRUE(plain.field().empty());
+  EXPECT_EQ(simkit::message_naming(plain, flag), "file.csv:3: give --coords f64");
+  const simkit::UserError unmatched("a ` alone");
+  EXPECT_EQ(simkit::message_naming(unmatched, flag), "a ` alone");
+  const simkit::DeviceMemoryError memory("grid", " 9,9,9: needs 1 GiB");
+  EXPECT_EQ(simkit::message_naming(memory, flag), "--grid 9,9,9: needs 1 GiB");
+}

@@ -3,9 +3,11 @@
 // after one line that names where and what was expected; anything else is an internal failure
 // and exits with code 1.
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace simkit {
 
@@ -16,7 +18,24 @@ inline constexpr int kExitUser = 2;
 class UserError : public std::runtime_error {
  public:
   explicit UserError(const std::string& message) : std::runtime_error(message) {}
+  // An error about one field of a problem or of the run options, named as the library names it
+  // ("grid", "t_max", "backend"): what() reads field + detail, e.g. "grid 2,2,1: ..." with detail
+  // " 2,2,1: ...". Front ends name the field their own way (the CLI: "--grid 2,2,1: ...").
+  UserError(std::string field, std::string detail)
+      : std::runtime_error(field + detail), field_(std::move(field)), detail_(std::move(detail)) {}
+  // The field, or "" for an error about no single field (a file's contents, a combination).
+  const std::string& field() const noexcept { return field_; }
+  // The text after the field.
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string field_, detail_;
 };
+
+// The message of `e` with every field named by `name_of`: the field the error is about, and each
+// field its text refers to as `field` (in backquotes). Front ends name fields their own way: the CLI
+// as flags ("--t-max"), the ddm C API as they are; what() keeps the library's names.
+std::string message_naming(const UserError& e, const std::function<std::string(std::string_view)>& name_of);
 
 // "FILE:LINE: field 'FIELD': PROBLEM" (line 0 leaves the line out; an empty field leaves it out).
 [[nodiscard]] UserError input_error(std::string_view file, std::size_t line, std::string_view field,
