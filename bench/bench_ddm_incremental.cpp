@@ -51,13 +51,13 @@ Kept& kept(Backend backend, std::uint64_t n, int dims, double alpha) {
   auto it = cache.find(key);
   if (it == cache.end()) {
     cache.clear();  // one large workload at a time
-    const double side = side_of(n, dims, alpha);
     MatchOptions o;
     o.backend = backend;
+    const auto& [s, u] = workload(n, dims, alpha);
+    RegionSet<double> subscriptions = s, updates = u;  // the matcher's own copies: they drift
     const auto start = Clock::now();
     Kept k;
-    k.matcher = std::make_unique<IncrementalMatcher<double>>(workload_set((n + 1) / 2, dims, side, 0, 1),
-                                                             workload_set(n / 2, dims, side, 1, 1), o);
+    k.matcher = std::make_unique<IncrementalMatcher<double>>(std::move(subscriptions), std::move(updates), o);
     k.build_seconds = since(start);
     it = cache.emplace(key, std::move(k)).first;
   }

@@ -132,26 +132,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   if (!a.replicates_given && cfg.replicates) a.replicates = *cfg.replicates;
   if (cfg.seed && !a.seed) a.seed = cfg.seed;
   if (cfg.quicklook && !*cfg.quicklook) a.no_quicklook = true;
-  // The hybrid model clips negative weights, so only the diffusion limit applies to k (with
-  // D_c > 0 the larger of D and D_c).
-  const double diffusion = std::max(p.model.diffusion, p.model.taf_diffusion);
-  const double limit = p.grid.h * p.grid.h / (2 * p.grid.dims() * diffusion);
-  const std::optional<double> dt = a.dt ? a.dt : cfg.dt;
-  if (dt) {
-    p.dt = *dt;
-    if (p.dt > limit && !a.force) {
-      throw UserError(
-          fmt::format("--dt {:.6g}: unstable: the diffusion limit h^2/(2 dims max(D, D_c)) allows at most k = {:.6g}; "
-                      "use --force to run anyway",
-                      p.dt, limit));
-    }
-  } else {
-    if (!std::isfinite(limit)) throw UserError("--dt: required when D = D_c = 0 (no diffusion limit to derive k from)");
-    // 0.9 x the limit, but at least 100 steps to --t-max; two significant digits.
-    const double target = std::min(0.9 * limit, p.hybrid.t_max / 100);
-    const int exponent = static_cast<int>(std::floor(std::log10(target))) - 1;
-    p.dt = std::stod(fmt::format("{:.0f}e{}", std::floor(target / std::pow(10.0, exponent)), exponent));
-  }
+  choose_hybrid_step(p, a.dt ? a.dt : cfg.dt, a.force);
   validate(p);
   // The output directory first: a bad --out fails before any work.
   const std::filesystem::path out = a.out;

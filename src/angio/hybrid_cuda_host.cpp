@@ -10,6 +10,7 @@
 
 #include "angio/hybrid_cuda.hpp"
 #include "angio/hybrid_detail.hpp"
+#include "core/parallel.hpp"
 #include "simkit/angio/run.hpp"
 #include "simkit/core/error.hpp"
 
@@ -75,37 +76,29 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
         timing, initial_capacity.row_copies);
     // Rebuild the finished realisations on every host thread (each on its own).
     const Clock::time_point rebuild_start = Clock::now();
-    std::exception_ptr failure;  // an exception must not leave the parallel region
     const auto count = static_cast<std::int64_t>(finished.size());
-#pragma omp parallel for schedule(dynamic, 4)
-    for (std::int64_t k = 0; k < count; ++k) {
-      try {
-        RawRealisation& raw = finished[static_cast<std::size_t>(k)];
-        std::vector<Segment> log;
-        const std::size_t n = raw.from.size();
-        log.reserve(n);
-        for (std::size_t e = 0; e < n; ++e) {
-          log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
-                           static_cast<SegmentKind>(raw.kind[e]));
-        }
-        raw.from = {};
-        raw.to = {};
-        std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
-        Realisation& r = out[static_cast<std::size_t>(raw.index)];
-        r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
-                                 raw.clipped, std::move(log), std::move(active));
-        r.final_c = std::move(raw.final_c);
-#pragma omp critical(simkit_angio_hybrid_cuda_progress)
-        {
-          ++done;
-          if (progress) progress(done, replicates);
-        }
-      } catch (...) {
-#pragma omp critical(simkit_angio_hybrid_cuda_failure)
-        if (!failure) failure = std::current_exception();
+    parallel_for(0, count, Schedule{omp_get_max_threads(), 4}, [&](std::int64_t k) {
+      RawRealisation& raw = finished[static_cast<std::size_t>(k)];
+      std::vector<Segment> log;
+      const std::size_t n = raw.from.size();
+      log.reserve(n);
+      for (std::size_t e = 0; e < n; ++e) {
+        log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
+                         static_cast<SegmentKind>(raw.kind[e]));
       }
-    }
-    if (failure) std::rethrow_exception(failure);
+      raw.from = {};
+      raw.to = {};
+      std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
+      Realisation& r = out[static_cast<std::size_t>(raw.index)];
+      r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
+                               raw.clipped, std::move(log), std::move(active));
+      r.final_c = std::move(raw.final_c);
+#pragma omp critical(simkit_angio_hybrid_cuda_progress)
+      {
+        ++done;
+        if (progress) progress(done, replicates);
+      }
+    });
     rebuild += since(rebuild_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);

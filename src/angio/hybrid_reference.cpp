@@ -15,6 +15,7 @@
 #include "angio/hybrid_detail.hpp"
 #include "angio/hybrid_model.hpp"
 #include "simkit/angio/run.hpp"
+#include "core/parallel.hpp"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 
@@ -515,6 +516,31 @@ void validate(const HybridProblem& p) {
   }
 }
 
+double hybrid_step_limit(const HybridProblem& p) {
+  const double diffusion = std::max(p.model.diffusion, p.model.taf_diffusion);
+  return p.grid.h * p.grid.h / (2 * p.grid.dims() * diffusion);
+}
+
+void choose_hybrid_step(HybridProblem& p, std::optional<double> dt, bool force) {
+  const double limit = hybrid_step_limit(p);
+  if (dt) {
+    p.dt = *dt;
+    if (p.dt > limit && !force) {
+      throw UserError("dt", fmt::format(" {:.6g}: unstable: the diffusion limit h^2/(2 dims max(D, D_c)) allows at most "
+                                        "k = {:.6g}; use `force` to run anyway",
+                                        p.dt, limit));
+    }
+    return;
+  }
+  if (!std::isfinite(limit)) throw UserError("dt", ": required when D = D_c = 0 (no diffusion limit to derive k from)");
+  if (!(std::isfinite(p.hybrid.t_max) && p.hybrid.t_max > 0)) {
+    throw UserError("t_max", fmt::format(" {}: must be positive", p.hybrid.t_max));
+  }
+  const double target = std::min(0.9 * limit, p.hybrid.t_max / 100);
+  if (!(target > 0)) throw UserError("h", fmt::format(" {}: the spacing must be a positive number", p.grid.h));
+  p.dt = round_step_down(target);
+}
+
 Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
   validate(p);
   const Fields<double> initial = initial_fields<double>(p.grid, p.initial);
@@ -558,22 +584,14 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
   const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
   int done = 0;
-  std::exception_ptr failure;  // an exception must not leave the parallel region
-#pragma omp parallel for schedule(dynamic, 1) num_threads(workers)
-  for (int r = 0; r < replicates; ++r) {
-    try {
-      out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
+  parallel_for(0, replicates, Schedule{workers, 1}, [&](std::int64_t r) {
+    out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
 #pragma omp critical(simkit_angio_hybrid_progress)
-      {
-        ++done;
-        if (progress) progress(done, replicates);
-      }
-    } catch (...) {
-#pragma omp critical(simkit_angio_hybrid_failure)
-      if (!failure) failure = std::current_exception();
+    {
+      ++done;
+      if (progress) progress(done, replicates);
     }
-  }
-  if (failure) std::rethrow_exception(failure);
+  });
   result.realisations = std::move(out);
   return result;
 }

@@ -93,10 +93,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
       throw UserError("dt", fmt::format(": no automatic step: the largest stable k is {} ({}); give `dt` (and `force`)",
                                   report.stability.largest_stable_k, report.stability.binding_limit));
     }
-    // Two significant digits, rounded down, written the way a person would type it.
-    const int exponent = static_cast<int>(std::floor(std::log10(k))) - 1;
-    const double mantissa = std::floor(k / std::pow(10.0, exponent));
-    settings.problem.dt = std::stod(fmt::format("{:.0f}e{}", mantissa, exponent));
+    settings.problem.dt = round_step_down(k);
     validate(settings.problem);
   }
   if (settings.t_max) {

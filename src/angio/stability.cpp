@@ -110,4 +110,10 @@ void enforce_stability(const Problem& problem, const StabilityReport& report, bo
 template StabilityReport check_stability<float>(const Problem&, const Fields<float>&);
 template StabilityReport check_stability<double>(const Problem&, const Fields<double>&);
 
+double round_step_down(double k) {
+  const int exponent = static_cast<int>(std::floor(std::log10(k))) - 1;
+  const double mantissa = std::floor(k / std::pow(10.0, exponent));
+  return std::stod(fmt::format("{:.0f}e{}", mantissa, exponent));
+}
+
 }  // namespace simkit::angio

@@ -16,9 +16,9 @@ namespace simkit::ddm {
 
 namespace {
 
-// Stream tags: one stream per subscription, per update, and one for the hot spots. With the
-// same tags and formulas as bench/ddm_workload.hpp, `generate --seed 1` (uniform, doubles, volume
-// sides) writes exactly the benchmark's regions.
+// Stream tags: one stream per subscription, per update, and one for the hot spots. The
+// benchmarks' workloads (bench/ddm_workload.hpp) are `generate --seed 1` (uniform, doubles, volume
+// sides).
 constexpr std::uint32_t kSubscriptionTag = 0;
 constexpr std::uint32_t kUpdateTag = 1;
 constexpr std::uint32_t kHotSpotTag = 2;

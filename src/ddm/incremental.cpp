@@ -13,12 +13,12 @@
 #include <cmath>
 #include <exception>
 #include <limits>
-#include <parallel/algorithm>
 #include <string_view>
 #include <type_traits>
 
 #include "simkit/core/backend.hpp"
 #include "simkit/core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace simkit::ddm {
 
@@ -245,26 +245,6 @@ std::vector<SlotPair> concat(const std::vector<std::vector<SlotPair>>& parts) {
   for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
 }
-
-// The first exception thrown inside an OpenMP region, rethrown after it.
-class ErrorSlot {
- public:
-  template <class F>
-  void guard(F&& f) {
-    try {
-      f();
-    } catch (...) {
-#pragma omp critical(simkit_ddm_incremental_error)
-      if (!error_) error_ = std::current_exception();
-    }
-  }
-  void rethrow() {
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-  }
-
- private:
-  std::exception_ptr error_;
-};
 
 void erase_one(std::vector<std::uint32_t>& list, std::uint32_t value) {
   const auto it = std::find(list.begin(), list.end(), value);
@@ -656,8 +636,7 @@ Delta IncrementalMatcher<T>::apply(const std::vector<Change<T>>& batch) {
   }
   pairs_ = pairs_ + gained.size() - lost.size();
   for (std::vector<IdPair>* out : {&delta.gained, &delta.lost}) {
-    __gnu_parallel::sort(out->begin(), out->end(),
-                         __gnu_parallel::multiway_mergesort_tag(static_cast<__gnu_parallel::_ThreadIndex>(team)));
+    parallel_sort(out->begin(), out->end(), team);
   }
   report_.seconds = since(start);
   return delta;

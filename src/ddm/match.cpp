@@ -3,11 +3,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <parallel/algorithm>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "ddm/kernels.hpp"
@@ -75,8 +75,7 @@ void validate_set(const RegionView<T>& r, std::string_view name, int threads) {
   for (std::int64_t i = 0; i < n; ++i) {
     keyed[static_cast<std::size_t>(i)] = {r.ids[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i)};
   }
-  __gnu_parallel::sort(keyed.begin(), keyed.end(),
-                       __gnu_parallel::multiway_mergesort_tag(static_cast<__gnu_parallel::_ThreadIndex>(threads)));
+  parallel_sort(keyed.begin(), keyed.end(), threads);
   std::uint64_t repeat = r.size;  // the earliest position whose id occurred before
   for (std::size_t k = 1; k < keyed.size(); ++k) {
     if (keyed[k].first == keyed[k - 1].first) repeat = std::min(repeat, keyed[k].second);

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <parallel/algorithm>
 #include <tuple>
 
+#include "core/parallel.hpp"
 #include "ddm/candidates.hpp"
 #include "ddm/kernels.hpp"
 #include "ddm/plan.hpp"
@@ -36,8 +36,7 @@ HostSorted<T> sort_set(const RegionView<T>& r, const Plan<T>& p, int threads) {
     const std::int64_t t = cell_of(p, p.k2 >= 0 ? r.lo(i, p.k2) : T{}, p.k3 >= 0 ? r.lo(i, p.k3) : T{});
     keyed[i] = {t, r.lo(i, p.k), i};
   }
-  __gnu_parallel::sort(keyed.begin(), keyed.end(),
-                       __gnu_parallel::multiway_mergesort_tag(static_cast<__gnu_parallel::_ThreadIndex>(threads)));
+  parallel_sort(keyed.begin(), keyed.end(), threads);
   HostSorted<T> out;
   const std::size_t n = r.size;
   out.index.resize(n);
@@ -74,8 +73,7 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
   // A sink that throws must not leave the parallel region: the first exception is kept, every
   // thread stops at its next region, and it is rethrown afterwards. (An allocation failure while a
   // thread fills its buffer is not caught: the buffers are bounded, 64 Ki pairs a thread.)
-  std::exception_ptr failure;
-  std::atomic<bool> stop{false};
+  ErrorSlot errors;
   // Per-thread buffers of at most 64 Ki pairs (and at most chunk): memory stays bounded.
   const std::size_t flush_at = std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 16);
 #pragma omp parallel num_threads(workers) reduction(+ : total)
@@ -84,14 +82,7 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
     auto deliver = [&] {
 #pragma omp critical(simkit_ddm_sink)
       {
-        if (!stop.load(std::memory_order_relaxed)) {
-          try {
-            (*sink)(buffer.data(), buffer.size());
-          } catch (...) {
-            failure = std::current_exception();
-            stop.store(true);
-          }
-        }
+        if (!errors.failed()) errors.guard([&] { (*sink)(buffer.data(), buffer.size()); });
       }
       buffer.clear();
     };
@@ -108,21 +99,21 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
     const auto ns = static_cast<std::int64_t>(s.size), nu = static_cast<std::int64_t>(u.size);
 #pragma omp for schedule(dynamic, 256) nowait
     for (std::int64_t a = 0; a < ns; ++a) {
-      if (stop.load(std::memory_order_relaxed)) continue;
+      if (errors.failed()) continue;
       const auto r = static_cast<std::size_t>(a);
       const std::uint64_t i = vs.index[r];
       for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) { emit(i, vu.index[q]); });
     }
 #pragma omp for schedule(dynamic, 256) nowait
     for (std::int64_t b = 0; b < nu; ++b) {
-      if (stop.load(std::memory_order_relaxed)) continue;
+      if (errors.failed()) continue;
       const auto r = static_cast<std::size_t>(b);
       const std::uint64_t j = vu.index[r];
       for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
     }
     if (mode == Output::Pairs && !buffer.empty()) deliver();
   }
-  if (failure) std::rethrow_exception(failure);
+  errors.rethrow();
   return total;
 }
 

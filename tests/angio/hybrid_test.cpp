@@ -324,6 +324,40 @@ TEST(HybridEnsemble, AutoResolvesToAFastBackendAndMatchesReference) {
   }
 }
 
+// The hybrid model's step (a library rule, the CLI only passes --dt and --force): 0.9 x the
+// diffusion limit or 100 steps to t_max, two significant digits rounded down; a given k above
+// the limit needs force; without diffusion a k must be given.
+TEST(HybridStep, AutomaticGivenAndRefused) {
+  EXPECT_DOUBLE_EQ(round_step_down(0.000153563), 1.5e-4);
+  EXPECT_DOUBLE_EQ(round_step_down(0.0099), 9.9e-3);
+  EXPECT_DOUBLE_EQ(round_step_down(1.0), 1.0);
+  EXPECT_DOUBLE_EQ(round_step_down(123.4), 120.0);
+  HybridProblem p = small_problem();
+  const double limit = hybrid_step_limit(p);
+  EXPECT_DOUBLE_EQ(limit, p.grid.h * p.grid.h / (2 * 2 * std::max(p.model.diffusion, p.model.taf_diffusion)));
+  choose_hybrid_step(p, std::nullopt, false);
+  EXPECT_DOUBLE_EQ(p.dt, round_step_down(std::min(0.9 * limit, p.hybrid.t_max / 100)));
+  EXPECT_LE(p.dt, 0.9 * limit);
+  try {
+    choose_hybrid_step(p, 2 * limit, false);
+    ADD_FAILURE() << "accepted a step above the limit";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "dt");
+    EXPECT_NE(std::string(e.what()).find("`force`"), std::string::npos) << e.what();
+  }
+  choose_hybrid_step(p, 2 * limit, true);
+  EXPECT_EQ(p.dt, 2 * limit);
+  p.model.diffusion = p.model.taf_diffusion = 0;
+  try {
+    choose_hybrid_step(p, std::nullopt, false);
+    ADD_FAILURE() << "no step without diffusion";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "dt");
+  }
+  choose_hybrid_step(p, 0.01, false);
+  EXPECT_EQ(p.dt, 0.01);
+}
+
 }  // namespace
 }  // namespace simkit::angio
 

@@ -104,6 +104,10 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& fields)
 // Throws a UserError naming the violated limit and the largest stable k unless `force`.
 void enforce_stability(const Problem& problem, const StabilityReport& report, bool force);
 
+// k rounded down to two significant digits, the way a person would type it (0.000153 -> 1.5e-04):
+// the automatic step of both models. k must be finite and positive.
+double round_step_down(double k);
+
 // The time stepper of one backend. It owns the state (on the GPU for cuda) and the step counter.
 template <class T>
 class Solver {

@@ -4,6 +4,7 @@
 // as in Darbyshire 2015), run as ensembles of independent realisations (docs/angio.md).
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,15 @@ std::vector<std::int64_t> parent_vessel(const Grid& g);
 
 // Checks the problem (grid, step, table, psi...); UserError naming the field.
 void validate(const HybridProblem& problem);
+
+// The largest stable k of the hybrid model: the diffusion limit h^2 / (2 dims max(D, D_c)) (the
+// tip weights clip negative P, so no taxis limit applies); +inf when D = D_c = 0.
+double hybrid_step_limit(const HybridProblem& problem);
+
+// Sets problem.dt: `dt` when given (a UserError above the limit unless `force`), else 0.9 x the
+// limit but at least 100 steps to t_max, rounded down to two significant digits (docs/angio.md,
+// "Configuration" of the hybrid model). Without diffusion a step must be given.
+void choose_hybrid_step(HybridProblem& problem, std::optional<double> dt, bool force);
 
 // One realisation on the serial reference backend; every random draw is keyed by
 // (seed, tip id, step, purpose), so realisation r of --seed S equals a run with --seed S + r.
