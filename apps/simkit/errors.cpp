@@ -12,8 +12,8 @@
 namespace simkit::cli {
 namespace {
 
-// Every field a library error may name, and the flag that sets it. A field missing here still
-// reads as a flag ("--" and the field with '-' for '_'); the table is the place to say otherwise.
+// Every field a library error may name that a flag sets, and the flag. A field missing here (a
+// config-file key, say) is printed as the library names it.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kFieldFlags{{
     // every engine
     {"backend", "--backend"},
@@ -64,10 +64,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kFieldFl
 
 std::string flag_for(std::string_view field) {
   const auto* found = std::find_if(kFieldFlags.begin(), kFieldFlags.end(), [&](const auto& e) { return e.first == field; });
-  if (found != kFieldFlags.end()) return std::string(found->second);
-  std::string flag = "--" + std::string(field);
-  std::replace(flag.begin() + 2, flag.end(), '_', '-');
-  return flag;
+  return std::string(found != kFieldFlags.end() ? found->second : field);
 }
 
 std::string cli_message(const UserError& e) { return message_naming(e, flag_for); }

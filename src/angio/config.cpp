@@ -257,16 +257,14 @@ ConfigFile read_config(const std::filesystem::path& path) {
           m.sensitivity = *v;
           continue;
         }
-        double* target = p == "D"       ? &m.diffusion
-                         : p == "chi0"  ? &m.chemotaxis
-                         : p == "alpha" ? &m.chemo_saturation
-                         : p == "rho"   ? &m.haptotaxis
-                         : p == "beta"  ? &m.fn_production
-                         : p == "gamma" ? &m.fn_uptake
-                         : p == "eta"   ? &m.taf_uptake
-                         : p == "D_c"   ? &m.taf_diffusion
-                                        : nullptr;
-        if (!target) r.unknown(pk, pn, "parameters", "D, chi0, alpha, rho, beta, gamma, eta, D_c, sensitivity");
+        const auto* row = std::find_if(std::begin(kModelParamFields), std::end(kModelParamFields),
+                                       [&](const ModelParamField& f) { return p == f.symbol; });
+        if (row == std::end(kModelParamFields)) {
+          std::string known;
+          for (const ModelParamField& f : kModelParamFields) known += std::string(f.symbol) + ", ";
+          r.unknown(pk, pn, "parameters", known + "sensitivity");
+        }
+        double* target = &(m.*(row->member));
         *target = r.non_negative(pk, pn, field);
       }
     } else if (k == "initial") {

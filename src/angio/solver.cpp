@@ -44,22 +44,21 @@ void validate(const Problem& p) {
   require(std::isfinite(g.h) && g.h > 0, "h", fmt::format("{}: the spacing must be a positive number", g.h));
   require(std::isfinite(p.dt) && p.dt > 0, "dt", fmt::format("{}: the step must be a positive number", p.dt));
   const ModelParams& m = p.model;
-  const std::pair<const char*, double> params[] = {{"diffusion (D)", m.diffusion},
-                                                   {"chemotaxis (chi0)", m.chemotaxis},
-                                                   {"chemo_saturation (alpha)", m.chemo_saturation},
-                                                   {"haptotaxis (rho)", m.haptotaxis},
-                                                   {"fn_production (beta)", m.fn_production},
-                                                   {"fn_uptake (gamma)", m.fn_uptake},
-                                                   {"taf_uptake (eta)", m.taf_uptake},
-                                                   {"taf_diffusion (D_c)", m.taf_diffusion}};
-  for (const auto& [name, value] : params)
-    require(std::isfinite(value) && value >= 0, "model parameter",
-            fmt::format("{} = {}: must be a finite number >= 0", name, value));
+  // Parameters and initial shapes come from config files, not flags: their messages name the
+  // config keys and carry no field for front ends to rename.
+  for (const ModelParamField& field : kModelParamFields) {
+    const double value = m.*field.member;
+    if (!(std::isfinite(value) && value >= 0)) {
+      throw UserError(fmt::format("model parameter: {} ({}) = {}: must be a finite number >= 0", field.name,
+                                  field.symbol, value));
+    }
+  }
   const InitialParams& ip = p.initial;
-  require(std::isfinite(ip.eps1) && ip.eps1 > 0 && std::isfinite(ip.eps2) && ip.eps2 > 0 && std::isfinite(ip.eps3) &&
-              ip.eps3 > 0,
-          "initial", "eps1, eps2 and eps3 must be positive numbers");
-  require(ip.sine_frequency >= 0, "initial", fmt::format("m = {}: must be >= 0", ip.sine_frequency));
+  if (!(std::isfinite(ip.eps1) && ip.eps1 > 0 && std::isfinite(ip.eps2) && ip.eps2 > 0 && std::isfinite(ip.eps3) &&
+        ip.eps3 > 0)) {
+    throw UserError("initial: eps1, eps2 and eps3 must be positive numbers");
+  }
+  if (ip.sine_frequency < 0) throw UserError(fmt::format("initial: m = {}: must be >= 0", ip.sine_frequency));
 }
 
 namespace detail {

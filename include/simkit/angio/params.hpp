@@ -20,4 +20,23 @@ struct ModelParams {
   Sensitivity sensitivity = Sensitivity::Receptor;
 };
 
+// The numeric parameters, one row each: the name in run.json and result.json, the symbol of the
+// papers (the key in a config file's [parameters] table) and the member. Every reader, writer and
+// check of ModelParams goes through this table (docs/angio.md, "Configuration file").
+struct ModelParamField {
+  const char* name;
+  const char* symbol;
+  double ModelParams::*member;
+};
+inline constexpr ModelParamField kModelParamFields[] = {
+    {"diffusion", "D", &ModelParams::diffusion},
+    {"chemotaxis", "chi0", &ModelParams::chemotaxis},
+    {"chemo_saturation", "alpha", &ModelParams::chemo_saturation},
+    {"haptotaxis", "rho", &ModelParams::haptotaxis},
+    {"fn_production", "beta", &ModelParams::fn_production},
+    {"fn_uptake", "gamma", &ModelParams::fn_uptake},
+    {"taf_uptake", "eta", &ModelParams::taf_uptake},
+    {"taf_diffusion", "D_c", &ModelParams::taf_diffusion},
+};
+
 }  // namespace simkit::angio
