@@ -81,7 +81,7 @@ if [ "$mode" != "--bench-only" ]; then
   rm -rf "$d" && mkdir -p "$d"
   start=$(date +%s%N)
   ok=1
-  args=(angio run --model hybrid --grid 60,60,60 --replicates 50 --seed 11 -q --no-quicklook)
+  args=(angio hybrid --grid 60,60,60 --replicates 50 --seed 11 -q --no-quicklook)
   "$s" "${args[@]}" --backend cuda --out "$d/cuda" > "$out/angio-hybrid-cli.log" 2>&1 || ok=0
   "$s" "${args[@]}" --backend cpu --out "$d/cpu" >> "$out/angio-hybrid-cli.log" 2>&1 || ok=0
   for f in ensemble.csv network.vtp metrics/realisation_00000.csv metrics/realisation_00049.csv; do

@@ -31,6 +31,7 @@ struct AngioArgs {
   std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
   bool force = false, no_quicklook = false;
+  bool hybrid_command = false;  // `simkit angio hybrid` (not `angio run`)
   std::vector<std::string> given_physics;  // flags that fix the problem (refused with --restart)
   // hybrid model
   int replicates = 1;
@@ -84,10 +85,10 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   }
   p.grid.h = a.h.value_or(cfg.h.value_or(1.0 / (p.grid.nx - 1)));
   if (!a.initial.empty())
-    p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
+    p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, names_text(kTafNames));
   if (!a.sensitivity.empty()) {
     p.model.sensitivity =
-        parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, "receptor or constant");
+        parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, names_text(kSensitivityNames));
   }
   HybridParams& h = p.hybrid;
   if (a.psi) h.psi = *a.psi;
@@ -104,17 +105,17 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
     if (a.fork != "fuse" && a.fork != "pass") throw UserError(fmt::format("--fork {}: expected fuse or pass", a.fork));
     h.fork_passes = a.fork == "pass";
   }
-  if (!a.uptake.empty()) h.uptake = parse_choice(parse_uptake(a.uptake), "--uptake", a.uptake, "trail or tip");
+  if (!a.uptake.empty()) h.uptake = parse_choice(parse_uptake(a.uptake), "--uptake", a.uptake, names_text(kUptakeNames));
   if (!a.daughter.empty()) {
-    h.daughter = parse_choice(parse_daughter(a.daughter), "--daughter", a.daughter, "weights or uniform");
+    h.daughter = parse_choice(parse_daughter(a.daughter), "--daughter", a.daughter, names_text(kDaughterNames));
   }
   if (!a.branch_probability.empty()) {
     h.branch_always = parse_choice(parse_branch_always(a.branch_probability), "--branch-probability",
-                                   a.branch_probability, "table or one");
+                                   a.branch_probability, names_text(kBranchProbabilityNames));
   }
   if (a.back_steps) h.back_steps = true;
   if (!a.weights.empty()) {
-    h.weights = parse_choice(parse_weights(a.weights), "--weights", a.weights, "central or one-sided");
+    h.weights = parse_choice(parse_weights(a.weights), "--weights", a.weights, names_text(kWeightsNames));
   }
   // --sprouts and --sprouts-at replace each other (and the config file's sprouts / sprouts_at).
   if (a.sprouts && !a.sprouts_at.empty()) throw UserError("--sprouts and --sprouts-at: give one of them");
@@ -215,8 +216,20 @@ int run_angio(AngioArgs& a) {
   s.out = a.out;
   ConfigFile cfg;
   if (!a.config.empty() && a.restart.empty()) cfg = read_config(a.config);
+  if (a.hybrid_command) {
+    if (cfg.model && *cfg.model != "hybrid") {
+      throw UserError(fmt::format("{}: model = \"{}\"; `simkit angio hybrid` runs the hybrid model (the continuous "
+                                  "one is `simkit angio run`)",
+                                  cfg.source, *cfg.model));
+    }
+    return run_hybrid(a, cfg);
+  }
   const std::string model = a.model.empty() ? cfg.model.value_or("continuous") : a.model;
-  if (model == "hybrid") return run_hybrid(a, cfg);
+  if (model == "hybrid") {
+    if (!a.common.quiet && !a.common.json)
+      fmt::print(stderr, "simkit: note: `simkit angio hybrid` runs the hybrid model (`angio run --model hybrid` is the same)\n");
+    return run_hybrid(a, cfg);
+  }
   if (model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", model));
   if (a.replicates_given || a.psi || a.reach_x || a.sprouts || a.max_tips || a.branch_density ||
       !a.anastomosis.empty() || !a.fork.empty() || !a.uptake.empty() || !a.daughter.empty() || !a.branch_probability.empty() ||
@@ -249,17 +262,17 @@ int run_angio(AngioArgs& a) {
     p.model = cfg.parameters;
     if (!a.sensitivity.empty()) {
       p.model.sensitivity =
-          parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, "receptor or constant");
+          parse_choice(parse_sensitivity(a.sensitivity), "--sensitivity", a.sensitivity, names_text(kSensitivityNames));
     }
     p.initial = cfg.initial;
     if (cfg.taf) p.initial.taf = *cfg.taf;
     if (!a.initial.empty())
-      p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, "linear or tumour");
+      p.initial.taf = parse_choice(parse_taf(a.initial), "--initial", a.initial, names_text(kTafNames));
     p.form = a.form.empty() ? cfg.form.value_or(Form::Expanded)
-                            : parse_choice(parse_form(a.form), "--form", a.form, "expanded or flux");
+                            : parse_choice(parse_form(a.form), "--form", a.form, names_text(kFormNames));
     p.precision = a.precision.empty()
                       ? cfg.precision.value_or(Precision::Fp32)
-                      : parse_choice(parse_precision(a.precision), "--precision", a.precision, "fp32 or fp64");
+                      : parse_choice(parse_precision(a.precision), "--precision", a.precision, names_text(kPrecisionNames));
     std::optional<std::filesystem::path> initial_file = cfg.initial_file;
     if (!a.initial_file.empty()) initial_file = a.initial_file;
     bool grid_given = false;
@@ -382,65 +395,91 @@ int run_angio(AngioArgs& a) {
 
 }  // namespace
 
+namespace {
+
+// Options of both models.
+void add_shared_options(CLI::App& cmd, AngioArgs& a) {
+  cmd.add_option("--config", a.config, "Run configuration (TOML; flags override it; keys in docs/angio.md)")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--out", a.out, "Output directory")->required();
+  cmd.add_option("--grid", a.grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
+      ->delimiter(',')
+      ->expected(3);
+  cmd.add_option("--h", a.h, "Node spacing (default 1/(NX-1))");
+  cmd.add_option("--dt", a.dt, "Time step k (default: 0.9 x the largest stable k, 2 digits)");
+  cmd.add_option("--t-max", a.t_max, "Run until this time (steps = ceil(t_max / k))");
+  cmd.add_option("--initial", a.initial, "Initial TAF: linear (source at x = 1, default) or tumour");
+  cmd.add_option("--sensitivity", a.sensitivity,
+                 "Chemotactic sensitivity: receptor (chi0 / (1 + alpha c), default) or constant (chi0)");
+  cmd.add_flag("--force", a.force, "Run even when the stability check refuses the step");
+  cmd.add_flag("--no-quicklook", a.no_quicklook, "Skip the quick-look images");
+  add_common_run_options(cmd, a.common);
+}
+
+// The hybrid model's options (docs/angio.md, "Hybrid model").
+void add_hybrid_options(CLI::App& cmd, AngioArgs& a) {
+  cmd.add_option("--replicates", a.replicates, "Realisations with seeds S, S+1, ...")->check(CLI::Range(1, 100000000));
+  cmd.add_option("--seed", a.seed, "Random seed S (realisation r uses S + r; default 1)");
+  cmd.add_option("--psi", a.psi, "A sprout may branch once older than this (default 0.5)");
+  cmd.add_option("--sprouts", a.sprouts, "Initial tips on the parent vessel (default: one per n maximum)");
+  cmd.add_option("--max-tips", a.max_tips, "Cap on active tips (default 100000)");
+  cmd.add_option("--reach-x", a.reach_x, "Stop when a sprout reaches this fraction of the box (0.95)");
+  cmd.add_option("--sprouts-at", a.sprouts_at, "Initial tips at these y (box fractions, comma-separated; y:z pairs in 3D)");
+  cmd.add_option("--anastomosis", a.anastomosis,
+                 "Fuse with other (default: another sprout or the vessel), other-active (Angio_TDA), any "
+                 "(own trail too), window:N (own trail beyond the last N positions)");
+  cmd.add_option("--fork", a.fork, "A tip meeting its parent's or daughter's sprout within psi of their branch: fuse or pass");
+  cmd.add_option("--uptake", a.uptake, "c and f change on the whole trail (default) or at the tips only");
+  cmd.add_option("--branch-probability", a.branch_probability,
+                 "table (P_n(c), default) or one (always, once the other conditions hold)");
+  cmd.add_option("--branch-density", a.branch_density,
+                 "Branch only when occupied neighbours (Moore, tip included) > this / c (default 0: off)");
+  cmd.add_option("--daughter", a.daughter,
+                 "A branch's new tip on a free neighbour drawn with the move weights (default) or uniformly");
+  cmd.add_option("--weights", a.weights,
+                 "Move probabilities from A&C's central differences (default) or Angio_TDA's one-sided ones");
+  cmd.add_flag("--back-steps", a.back_steps, "Tips may step back onto the node they came from");
+}
+
+// The continuous model's options.
+void add_continuous_options(CLI::App& cmd, AngioArgs& a) {
+  cmd.add_option("--steps", a.steps, "Run until this step (counted from 0, also on restart; default 1000)");
+  cmd.add_option("--output-every", a.output_every, "VTI snapshot every K steps (0: initial and final only)");
+  cmd.add_option("--series-every", a.series_every, "series.csv row every K steps (default 10; 0: none)");
+  cmd.add_option("--checkpoint-every", a.checkpoint_every, "Write out/checkpoint.ckpt every K steps (0: never)");
+  cmd.add_option("--precision", a.precision, "fp32 (default) or fp64");
+  cmd.add_option("--form", a.form, "n equation: expanded (the papers', default) or flux (conservative)");
+  cmd.add_option("--initial-file", a.initial_file, "Initial n, f, c from a .vti file (grid from the file)");
+  cmd.add_option("--restart", a.restart, "Resume from a checkpoint (bitwise equal to an uninterrupted run)");
+}
+
+}  // namespace
+
 void add_angio_command(CLI::App& app, Action& action) {
   auto* angio = app.add_subcommand("angio", "Tumour-induced angiogenesis (Anderson & Chaplain 1998, in 3D)");
   angio->require_subcommand(1);
   auto a = std::make_shared<AngioArgs>();
-  auto* run = angio->add_subcommand("run", "Run the continuous model (n, f, c) on a 3D or 2D grid");
-  run->add_option("--config", a->config, "Run configuration (TOML; flags override it; keys in docs/angio.md)")
-      ->check(CLI::ExistingFile);
-  run->add_option("--out", a->out, "Output directory (angio.pvd, snapshots/, series.csv, run.json, slice.png ...)")
-      ->required();
-  run->add_option("--model", a->model, "continuous (default), or hybrid (discrete tip cells, docs/angio.md)");
-  run->add_option("--replicates", a->replicates, "Hybrid: realisations with seeds S, S+1, ...")
-      ->check(CLI::Range(1, 100000000));
-  run->add_option("--psi", a->psi, "Hybrid: a sprout may branch once older than this (default 0.5)");
-  run->add_option("--sprouts", a->sprouts, "Hybrid: initial tips on the parent vessel (default: one per n maximum)");
-  run->add_option("--max-tips", a->max_tips, "Hybrid: cap on active tips (default 100000)");
-  run->add_option("--reach-x", a->reach_x, "Hybrid: stop when a sprout reaches this fraction of the box (0.95)");
-  run->add_option("--sprouts-at", a->sprouts_at,
-                  "Hybrid: initial tips at these y (box fractions, comma-separated; y:z pairs in 3D)");
-  run->add_option("--anastomosis", a->anastomosis,
-                  "Hybrid: fuse with other (default: another sprout or the vessel), other-active (Angio_TDA), any "
-                  "(own trail too), window:N (own trail beyond the last N positions)");
-  run->add_option("--fork", a->fork,
-                  "Hybrid: a tip meeting its parent's or daughter's sprout within psi of their branch: fuse or pass");
-  run->add_option("--uptake", a->uptake, "Hybrid: c and f change on the whole trail (default) or at the tips only");
-  run->add_option("--branch-probability", a->branch_probability,
-                  "Hybrid: table (P_n(c), default) or one (always, once the other conditions hold)");
-  run->add_option("--branch-density", a->branch_density,
-                  "Hybrid: branch only when occupied neighbours (Moore, tip included) > this / c (default 0: off)");
-  run->add_option("--daughter", a->daughter,
-                  "Hybrid: a branch's new tip on a free neighbour drawn with the move weights (default) or uniformly");
-  run->add_option("--weights", a->weights,
-                  "Hybrid: move probabilities from A&C's central differences (default) or Angio_TDA's one-sided ones");
-  run->add_flag("--back-steps", a->back_steps, "Hybrid: tips may step back onto the node they came from");
-  run->add_option("--sensitivity", a->sensitivity,
-                  "Chemotactic sensitivity: receptor (chi0 / (1 + alpha c), default) or constant (chi0)");
-  run->add_option("--grid", a->grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
-      ->delimiter(',')
-      ->expected(3);
-  run->add_option("--h", a->h, "Node spacing (default 1/(NX-1))");
-  run->add_option("--dt", a->dt, "Time step k (default: 0.9 x the largest stable k, 2 digits)");
-  run->add_option("--steps", a->steps, "Run until this step (counted from 0, also on restart; default 1000)");
-  run->add_option("--t-max", a->t_max, "Run until this time (steps = ceil(t_max / k))");
-  run->add_option("--output-every", a->output_every, "VTI snapshot every K steps (0: initial and final only)");
-  run->add_option("--series-every", a->series_every, "series.csv row every K steps (default 10; 0: none)");
-  run->add_option("--checkpoint-every", a->checkpoint_every, "Write out/checkpoint.ckpt every K steps (0: never)");
-  run->add_option("--precision", a->precision, "fp32 (default) or fp64");
-  run->add_option("--form", a->form, "n equation: expanded (the papers', default) or flux (conservative)");
-  run->add_option("--initial", a->initial, "Initial TAF: linear (source at x = 1, default) or tumour");
-  run->add_option("--initial-file", a->initial_file, "Initial n, f, c from a .vti file (grid from the file)");
-  run->add_option("--restart", a->restart, "Resume from a checkpoint (bitwise equal to an uninterrupted run)");
-  run->add_option("--seed", a->seed, "Random seed (recorded; the continuous model is deterministic)");
-  run->add_flag("--force", a->force, "Run even when the stability check refuses the step");
-  run->add_flag("--no-quicklook", a->no_quicklook, "Skip slice.png, mip_n.png and slice.svg");
-  add_common_run_options(*run, a->common);
+  auto* run = angio->add_subcommand(
+      "run", "Run the continuous model (n, f, c) on a 3D or 2D grid (--model hybrid: as `simkit angio hybrid`)");
+  add_shared_options(*run, *a);
+  add_continuous_options(*run, *a);
+  // The hybrid model's options stay on `run` for `run --model hybrid`, which earlier versions had.
+  add_hybrid_options(*run, *a);
+  run->add_option("--model", a->model, "continuous (default), or hybrid (same as `simkit angio hybrid`)");
   run->callback([&action, a, run] {
     for (const char* flag : {"--grid", "--h", "--dt", "--precision", "--form", "--initial", "--initial-file",
                              "--sensitivity"})
       if (run->count(flag) > 0) a->given_physics.push_back(flag);
     a->replicates_given = run->count("--replicates") > 0;
+    action = [a] { return run_angio(*a); };
+  });
+  auto* hybrid = angio->add_subcommand(
+      "hybrid", "Run the hybrid model: ensembles of discrete tip cells growing vessel networks (docs/angio.md)");
+  add_shared_options(*hybrid, *a);
+  add_hybrid_options(*hybrid, *a);
+  hybrid->callback([&action, a, hybrid] {
+    a->replicates_given = hybrid->count("--replicates") > 0;
+    a->hybrid_command = true;
     action = [a] { return run_angio(*a); };
   });
 }

@@ -23,7 +23,7 @@ struct CommonRunOptions {
 
 inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
   app.add_option("--backend", o.backend, "Backend: auto (CUDA when a device is usable, else cpu), reference, cpu, cuda")
-      ->check(CLI::IsMember({"auto", "reference", "cpu", "cuda"}))
+      ->check(CLI::IsMember(names_of(kBackendNames)))
       ->capture_default_str();
   app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--threads", o.threads, "CPU threads for the cpu backend (0: all)")

@@ -14,28 +14,14 @@
 
 namespace simkit::angio {
 
-std::optional<Form> parse_form(std::string_view text) {
-  if (text == "expanded") return Form::Expanded;
-  if (text == "flux") return Form::Flux;
-  return std::nullopt;
-}
-std::optional<Precision> parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::Fp32;
-  if (text == "fp64") return Precision::Fp64;
-  return std::nullopt;
-}
+std::optional<Form> parse_form(std::string_view text) { return value_of(kFormNames, text); }
+std::optional<Precision> parse_precision(std::string_view text) { return value_of(kPrecisionNames, text); }
 std::optional<InitialTaf> parse_taf(std::string_view text) {
-  if (text == "linear") return InitialTaf::Linear;
-  if (text == "tumour" || text == "tumor") return InitialTaf::Tumour;
-  return std::nullopt;
+  return text == "tumor" ? std::optional(InitialTaf::Tumour) : value_of(kTafNames, text);
 }
 
-std::optional<Sensitivity> parse_sensitivity(std::string_view text) {
-  if (text == "receptor") return Sensitivity::Receptor;
-  if (text == "constant") return Sensitivity::Constant;
-  return std::nullopt;
-}
-const char* sensitivity_name(Sensitivity s) { return s == Sensitivity::Constant ? "constant" : "receptor"; }
+std::optional<Sensitivity> parse_sensitivity(std::string_view text) { return value_of(kSensitivityNames, text); }
+const char* sensitivity_name(Sensitivity s) { return name_of(kSensitivityNames, s).data(); }
 
 std::optional<AnastomosisChoice> parse_anastomosis(std::string_view text) {
   if (text == "other") return AnastomosisChoice{AnastomosisRule::Other, 10};
@@ -66,30 +52,14 @@ std::string anastomosis_name(const HybridParams& h) {
   }
   return "?";
 }
-std::optional<Uptake> parse_uptake(std::string_view text) {
-  if (text == "trail") return Uptake::Trail;
-  if (text == "tip") return Uptake::Tip;
-  return std::nullopt;
-}
-const char* uptake_name(Uptake u) { return u == Uptake::Tip ? "tip" : "trail"; }
-std::optional<DaughterPlacement> parse_daughter(std::string_view text) {
-  if (text == "weights") return DaughterPlacement::Weights;
-  if (text == "uniform") return DaughterPlacement::Uniform;
-  return std::nullopt;
-}
-const char* daughter_name(DaughterPlacement d) { return d == DaughterPlacement::Uniform ? "uniform" : "weights"; }
-std::optional<bool> parse_branch_always(std::string_view text) {
-  if (text == "table") return false;
-  if (text == "one") return true;
-  return std::nullopt;
-}
+std::optional<Uptake> parse_uptake(std::string_view text) { return value_of(kUptakeNames, text); }
+const char* uptake_name(Uptake u) { return name_of(kUptakeNames, u).data(); }
+std::optional<DaughterPlacement> parse_daughter(std::string_view text) { return value_of(kDaughterNames, text); }
+const char* daughter_name(DaughterPlacement d) { return name_of(kDaughterNames, d).data(); }
+std::optional<bool> parse_branch_always(std::string_view text) { return value_of(kBranchProbabilityNames, text); }
 
-std::optional<MoveWeights> parse_weights(std::string_view text) {
-  if (text == "central") return MoveWeights::Central;
-  if (text == "one-sided") return MoveWeights::OneSided;
-  return std::nullopt;
-}
-const char* weights_name(MoveWeights w) { return w == MoveWeights::OneSided ? "one-sided" : "central"; }
+std::optional<MoveWeights> parse_weights(std::string_view text) { return value_of(kWeightsNames, text); }
+const char* weights_name(MoveWeights w) { return name_of(kWeightsNames, w).data(); }
 
 std::optional<std::vector<SproutPosition>> parse_sprouts_at(std::string_view text) {
   std::vector<SproutPosition> out;

@@ -1,12 +1,12 @@
 // Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
 #include "angio/cuda_tuning.hpp"
 #include "angio/kernels.hpp"
-#include "simkit/core/error.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio::detail::cuda {
 
 namespace {
-[[noreturn]] void no_cuda() { throw UserError("backend", " cuda: this simkit was built without CUDA support"); }
+[[noreturn]] void no_cuda() { throw_not_built(Backend::Cuda); }
 }  // namespace
 
 template <class T>

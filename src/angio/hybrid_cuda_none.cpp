@@ -1,12 +1,12 @@
 // Built without CUDA: the hybrid model's cuda backend says so.
 #include "angio/hybrid_detail.hpp"
-#include "simkit/core/error.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, const ProgressCallback&, const Capacity&,
                              Timing*) {
-  throw UserError("backend", " cuda: this simkit was built without CUDA support");
+  throw_not_built(Backend::Cuda);
 }
 
 }  // namespace simkit::angio::detail::hybrid_cuda

@@ -15,6 +15,7 @@
 #include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "core/output.hpp"
+#include "core/vtk.hpp"
 
 namespace simkit::angio {
 
@@ -151,54 +152,36 @@ json ensemble_summary(const std::vector<Realisation>& ensemble) {
 
 void write_network_vtp(const fs::path& path, const HybridProblem& problem, const Realisation& r) {
   const Grid& g = problem.grid;
-  // Points: the segments' nodes, each once, in order of first appearance.
-  std::unordered_map<std::int64_t, std::size_t> point_of;
-  std::vector<std::int64_t> nodes;
-  std::vector<std::size_t> connectivity;
-  connectivity.reserve(2 * r.segments.size());
+  // Points: the segments' nodes, each once, in order of first appearance, at (i h, j h, l h).
+  std::unordered_map<std::int64_t, std::int64_t> point_of;
+  vtk::PolyData poly;
+  vtk::Cells& lines = poly.lines.emplace();
+  lines.connectivity.reserve(2 * r.segments.size());
+  lines.offsets.reserve(r.segments.size());
   for (const Segment& s : r.segments) {
     for (const std::int64_t node : {s.from, s.to}) {
-      node_ijl(g, node, "write_network_vtp");
-      const auto [it, added] = point_of.try_emplace(node, nodes.size());
-      if (added) nodes.push_back(node);
-      connectivity.push_back(it->second);
+      const NodeIjl p = node_ijl(g, node, "write_network_vtp");
+      const auto [it, added] = point_of.try_emplace(node, static_cast<std::int64_t>(point_of.size()));
+      if (added) {
+        for (const std::int64_t x : {p.i, p.j, p.l}) poly.points.push_back(static_cast<double>(x) * g.h);
+      }
+      lines.connectivity.push_back(it->second);
     }
+    lines.offsets.push_back(static_cast<std::int64_t>(lines.connectivity.size()));
   }
-  const std::size_t lines = r.segments.size();
 
-  std::string text =
-      "<?xml version=\"1.0\"?>\n"
-      "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
-      "  <PolyData>\n";
-  text += fmt::format(
-      "    <Piece NumberOfPoints=\"{}\" NumberOfVerts=\"0\" NumberOfLines=\"{}\" NumberOfStrips=\"0\" "
-      "NumberOfPolys=\"0\">\n",
-      nodes.size(), lines);
-  text += "      <Points>\n        <DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"ascii\">\n";
-  for (const std::int64_t node : nodes) {
-    const NodeIjl p = node_ijl(g, node, "write_network_vtp");
-    text += fmt::format("          {} {} {}\n", exact(static_cast<double>(p.i) * g.h),
-                        exact(static_cast<double>(p.j) * g.h), exact(static_cast<double>(p.l) * g.h));
+  std::vector<double> birth_time;
+  std::vector<std::int32_t> generation, sprout;
+  std::vector<std::uint8_t> kind;
+  for (const Segment& s : r.segments) {
+    birth_time.push_back(s.birth_step * problem.dt);
+    generation.push_back(static_cast<std::int32_t>(s.generation));
+    sprout.push_back(static_cast<std::int32_t>(s.sprout));
+    kind.push_back(static_cast<std::uint8_t>(s.kind));
   }
-  text += "        </DataArray>\n      </Points>\n";
-  text += "      <Lines>\n        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n";
-  for (std::size_t k = 0; k < lines; ++k) {
-    text += fmt::format("          {} {}\n", connectivity[2 * k], connectivity[2 * k + 1]);
-  }
-  text += "        </DataArray>\n        <DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n";
-  for (std::size_t k = 0; k < lines; ++k) text += fmt::format("          {}\n", 2 * (k + 1));
-  text += "        </DataArray>\n      </Lines>\n";
-  text += "      <CellData Scalars=\"birth_time\">\n";
-  text += "        <DataArray type=\"Float64\" Name=\"birth_time\" format=\"ascii\">\n";
-  for (const Segment& s : r.segments) text += "          " + exact(s.birth_step * problem.dt) + "\n";
-  text += "        </DataArray>\n        <DataArray type=\"Int32\" Name=\"generation\" format=\"ascii\">\n";
-  for (const Segment& s : r.segments) text += fmt::format("          {}\n", s.generation);
-  text += "        </DataArray>\n        <DataArray type=\"Int32\" Name=\"sprout\" format=\"ascii\">\n";
-  for (const Segment& s : r.segments) text += fmt::format("          {}\n", s.sprout);
-  text += "        </DataArray>\n        <DataArray type=\"UInt8\" Name=\"kind\" format=\"ascii\">\n";
-  for (const Segment& s : r.segments) text += fmt::format("          {}\n", static_cast<int>(s.kind));
-  text += "        </DataArray>\n      </CellData>\n    </Piece>\n  </PolyData>\n</VTKFile>\n";
-  write_file_atomic(path, text);
+  poly.cell_data.scalars = "birth_time";
+  poly.cell_data.arrays = {{"birth_time", birth_time}, {"generation", generation}, {"sprout", sprout}, {"kind", kind}};
+  vtk::write_poly_data(path, poly);
 }
 
 std::vector<fs::path> write_network_png(const fs::path& dir, const HybridProblem& problem, const Realisation& r) {

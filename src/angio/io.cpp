@@ -25,6 +25,8 @@
 #include "core/input.hpp"
 #include "core/output.hpp"
 #include "core/svg.hpp"
+#include "core/text.hpp"
+#include "core/vtk.hpp"
 
 namespace simkit::angio {
 
@@ -63,546 +65,67 @@ void check_field_sizes(const Grid& grid, const Fields<T>& fields, std::string_vi
 // Exact round trip for doubles (17 significant digits); NaN prints as "nan".
 std::string exact(double x) { return fmt::format("{:.17g}", x); }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split_whitespace(std::string_view text) {
-  std::vector<std::string_view> tokens;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
-    const std::size_t start = i;
-    while (i < text.size() && !is_space(text[i])) ++i;
-    if (i > start) tokens.push_back(text.substr(start, i - start));
-  }
-  return tokens;
-}
+using text::trim;
 
 // The whole token must be a number ("nan" and "inf" included: callers decide about them).
-std::optional<double> parse_double(std::string_view token) {
-  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);
-  double value = 0;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (ec != std::errc{} || ptr != end) return std::nullopt;
-  return value;
-}
+std::optional<double> parse_double(std::string_view token) { return text::parse<double>(token); }
 
 template <class Int>
 std::optional<Int> parse_integer(std::string_view token) {
-  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);
-  Int value = 0;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (ec != std::errc{} || ptr != end) return std::nullopt;
-  return value;
+  return text::parse<Int>(token);
 }
 
 // ---------------------------------------------------------------------------------------------
-// VTK XML ImageData reader: a small scanner for the XML header (VTK's own files are regular), the
-// data decoded from appended raw/base64 or inline ascii/base64 arrays.
+// VTK XML ImageData reader: core/vtk.hpp reads the file; angio maps its point arrays n, f and c
+// to the fields and checks what the model needs.
 
-struct XmlTag {
-  std::string name;
-  bool closing = false;       // </name>
-  bool self_closing = false;  // <name .../>
-  std::map<std::string, std::string, std::less<>> attributes;
-  std::size_t begin = 0, end = 0;  // the tag's text is [begin, end), end just past '>'
-
-  const std::string* attribute(std::string_view key) const {
-    const auto it = attributes.find(key);
-    return it == attributes.end() ? nullptr : &it->second;
+// The grid of the image: its extent must start at 0 and its spacing be equal along every axis with
+// more than one node. Origin and Direction are ignored: the model's box always starts at 0 and its
+// axes are the grid's.
+Grid grid_of(const vtk::ImageDataReader& reader) {
+  const vtk::ImageDataInfo& info = reader.info();
+  const vtk::Extent& e = info.image.extent;
+  const auto attribute = [&](std::string_view key) {
+    const auto it = info.attributes.find(key);
+    return it == info.attributes.end() ? std::string() : it->second;
+  };
+  if (e[0] != 0 || e[2] != 0 || e[4] != 0) {
+    throw reader.error(info.line, "WholeExtent",
+                       fmt::format("must start at 0 0 0 (x0 x1 y0 y1 z0 z1 with x0 = y0 = z0 = 0), got '{}'",
+                                   attribute("WholeExtent")));
   }
-};
-
-std::string xml_unescape(std::string_view text) {
-  static constexpr std::pair<std::string_view, char> kEntities[] = {
-      {"&quot;", '"'}, {"&apos;", '\''}, {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}};
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    bool replaced = false;
-    if (text[i] == '&') {
-      for (const auto& [entity, ch] : kEntities) {
-        if (text.substr(i, entity.size()) == entity) {
-          out += ch;
-          i += entity.size();
-          replaced = true;
-          break;
-        }
-      }
+  Grid grid;
+  grid.nx = e[1] + 1;
+  grid.ny = e[3] + 1;
+  grid.nz = e[5] + 1;
+  // Only the axes with more than one node have a spacing that matters (z of a 2D grid does not).
+  const std::array<double, 3>& spacing = info.image.spacing;
+  const int counts[3] = {grid.nx, grid.ny, grid.nz};
+  std::optional<double> h;
+  for (int d = 0; d < 3; ++d) {
+    if (counts[d] < 2) continue;
+    if (!h) {
+      h = spacing[d];
+    } else if (std::abs(spacing[d] - *h) > 1e-12 * *h) {
+      throw reader.error(
+          info.line, "Spacing",
+          fmt::format("must be equal along every axis with more than one node, got '{}'", attribute("Spacing")));
     }
-    if (!replaced) out += text[i++];
   }
-  return out;
+  grid.h = h.value_or(spacing[0]);
+  return grid;
 }
 
-// Reads bytes of one array, either straight from the file or through base64.
-class RawBytes {
- public:
-  explicit RawBytes(std::string_view data) : data_(data) {}
-  bool read(std::uint8_t* out, std::size_t count) {
-    if (count > data_.size() - pos_) return false;
-    std::memcpy(out, data_.data() + pos_, count);
-    pos_ += count;
-    return true;
-  }
-
- private:
-  std::string_view data_;
-  std::size_t pos_ = 0;
-};
-
-// Decodes base64 in groups of four symbols; padding may end any group, so a header and its data
-// encoded separately (as VTK writes them) or together both decode to the same bytes.
-class Base64Bytes {
- public:
-  explicit Base64Bytes(std::string_view text) : text_(text) {}
-  bool read(std::uint8_t* out, std::size_t count) {
-    for (std::size_t k = 0; k < count; ++k) {
-      if (next_ == available_ && !decode_group()) return false;
-      out[k] = group_[next_++];
-    }
-    return true;
-  }
-
- private:
-  static int symbol_value(char ch) {
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+') return 62;
-    if (ch == '/') return 63;
-    return -1;
-  }
-
-  bool decode_group() {
-    char symbols[4];
-    int count = 0;
-    while (count < 4 && pos_ < text_.size()) {
-      const char ch = text_[pos_++];
-      if (is_space(ch)) continue;
-      symbols[count++] = ch;
-    }
-    if (count < 4) return false;
-    int values[4];
-    int padding = 0;
-    for (int s = 0; s < 4; ++s) {
-      if (symbols[s] == '=' && s >= 2) {
-        values[s] = 0;
-        ++padding;
-        continue;
-      }
-      if (padding > 0) return false;  // a symbol after '='
-      values[s] = symbol_value(symbols[s]);
-      if (values[s] < 0) return false;
-    }
-    const std::uint32_t bits = (static_cast<std::uint32_t>(values[0]) << 18) |
-                               (static_cast<std::uint32_t>(values[1]) << 12) |
-                               (static_cast<std::uint32_t>(values[2]) << 6) | static_cast<std::uint32_t>(values[3]);
-    group_[0] = static_cast<std::uint8_t>(bits >> 16);
-    group_[1] = static_cast<std::uint8_t>(bits >> 8);
-    group_[2] = static_cast<std::uint8_t>(bits);
-    available_ = 3 - padding;
-    next_ = 0;
-    return available_ > 0;
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
-  std::uint8_t group_[3] = {};
-  int available_ = 0, next_ = 0;
-};
-
-struct ArrayInfo {
-  std::string name, type, format;
-  std::string components = "1";
-  std::optional<std::string> offset;
-  std::string_view inline_text;
-  std::size_t tag_pos = 0;
-};
-
-class VtiReader {
- public:
-  VtiReader(const fs::path& path) : file_(path.string()), content_(read_whole_file(path, file_)) {}
-
-  LoadedFields read() {
-    const std::size_t appended_pos = content_.find("<AppendedData");
-    const std::size_t xml_end = appended_pos == std::string::npos ? content_.size() : appended_pos;
-    scan_header(xml_end);
-
-    std::vector<std::string> found;
-    for (const auto& a : arrays_) found.push_back(a.name);
-    LoadedFields out;
-    out.grid = grid_;
-    auto targets = arrays_of(out.fields);
-    for (int a = 0; a < 3; ++a) {
-      const auto it = std::find_if(arrays_.begin(), arrays_.end(),
-                                   [&](const ArrayInfo& info) { return info.name == kFieldNames[a]; });
-      if (it == arrays_.end()) {
-        throw input_error(
-            file_, 0, kFieldNames[a],
-            fmt::format("no point array named '{}' in <PointData> (found: {}); n, f and c are required", kFieldNames[a],
-                        found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", "))));
-      }
-      *targets[a] = decode(*it, appended_pos);
-      check_finite(*targets[a], kFieldNames[a]);
-    }
-    return out;
-  }
-
- private:
-  std::size_t line_at(std::size_t pos) const {
-    return 1 + static_cast<std::size_t>(
-                   std::count(content_.begin(), content_.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
-  }
-
-  UserError error_at(std::size_t pos, std::string_view field, std::string_view problem) const {
-    return input_error(file_, line_at(pos), field, problem);
-  }
-
-  // The next element tag at or after `pos` and before `limit`; comments, <?...?> and <!...> are skipped.
-  std::optional<XmlTag> next_tag(std::size_t& pos, std::size_t limit) const {
-    const std::string_view text(content_.data(), limit);
-    while (true) {
-      pos = text.find('<', pos);
-      if (pos == std::string_view::npos) {
-        pos = limit;
-        return std::nullopt;
-      }
-      std::string_view skip_end;
-      if (text.substr(pos, 4) == "<!--") {
-        skip_end = "-->";
-      } else if (text.substr(pos, 2) == "<?") {
-        skip_end = "?>";
-      } else if (text.substr(pos, 2) == "<!") {
-        skip_end = ">";
-      }
-      if (!skip_end.empty()) {
-        const std::size_t end = text.find(skip_end, pos + 2);
-        if (end == std::string_view::npos) throw error_at(pos, "", "unterminated XML comment or declaration");
-        pos = end + skip_end.size();
-        continue;
-      }
-      XmlTag tag;
-      tag.begin = pos;
-      std::size_t i = pos + 1;
-      if (i < limit && text[i] == '/') {
-        tag.closing = true;
-        ++i;
-      }
-      const std::size_t name_start = i;
-      while (i < limit && !is_space(text[i]) && text[i] != '>' && text[i] != '/') ++i;
-      tag.name = std::string(text.substr(name_start, i - name_start));
-      if (tag.name.empty()) throw error_at(pos, "", "malformed XML tag");
-      while (true) {
-        while (i < limit && is_space(text[i])) ++i;
-        if (i >= limit) throw error_at(tag.begin, "", fmt::format("unterminated XML tag <{}>", tag.name));
-        if (text[i] == '>') {
-          ++i;
-          break;
-        }
-        if (text[i] == '/' && i + 1 < limit && text[i + 1] == '>') {
-          tag.self_closing = true;
-          i += 2;
-          break;
-        }
-        const std::size_t key_start = i;
-        while (i < limit && !is_space(text[i]) && text[i] != '=' && text[i] != '>' && text[i] != '/') ++i;
-        const std::string key(text.substr(key_start, i - key_start));
-        while (i < limit && is_space(text[i])) ++i;
-        if (key.empty() || i >= limit || text[i] != '=') {
-          throw error_at(tag.begin, "", fmt::format("malformed attribute in XML tag <{}>", tag.name));
-        }
-        ++i;
-        while (i < limit && is_space(text[i])) ++i;
-        if (i >= limit || (text[i] != '"' && text[i] != '\'')) {
-          throw error_at(tag.begin, "", fmt::format("attribute {} of <{}> has no quoted value", key, tag.name));
-        }
-        const char quote = text[i];
-        const std::size_t value_end = text.find(quote, i + 1);
-        if (value_end == std::string_view::npos) {
-          throw error_at(tag.begin, "", fmt::format("unterminated attribute {} of <{}>", key, tag.name));
-        }
-        tag.attributes[key] = xml_unescape(text.substr(i + 1, value_end - i - 1));
-        i = value_end + 1;
-      }
-      tag.end = i;
-      pos = i;
-      return tag;
+void check_finite(const std::string& file, const Grid& grid, const std::vector<double>& values,
+                  std::string_view name) {
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    if (!std::isfinite(values[k])) {
+      const std::size_t nx = static_cast<std::size_t>(grid.nx), ny = static_cast<std::size_t>(grid.ny);
+      throw input_error(file, 0, name,
+                        fmt::format("non-finite value at node ({}, {}, {})", k % nx, (k / nx) % ny, k / (nx * ny)));
     }
   }
-
-  void scan_header(std::size_t xml_end) {
-    std::size_t pos = 0;
-    bool in_point_data = false;
-    int pieces = 0;
-    std::string whole_extent;
-    while (const auto tag = next_tag(pos, xml_end)) {
-      if (tag->closing) {
-        if (tag->name == "PointData") in_point_data = false;
-        continue;
-      }
-      if (tag->name == "VTKFile") {
-        seen_vtkfile_ = true;
-        read_vtkfile(*tag);
-      } else if (tag->name == "ImageData") {
-        seen_image_ = true;
-        whole_extent = read_image_data(*tag);
-      } else if (tag->name == "Piece") {
-        if (++pieces > 1) {
-          throw error_at(tag->begin, "", "more than one <Piece> (a partitioned image is not supported: save it whole)");
-        }
-        const std::string* extent = tag->attribute("Extent");
-        if (extent != nullptr && split_whitespace(*extent) != split_whitespace(whole_extent)) {
-          throw error_at(tag->begin, "Extent",
-                         fmt::format("the Piece covers '{}' but WholeExtent is '{}' (save the whole image)", *extent,
-                                     whole_extent));
-        }
-      } else if (tag->name == "PointData") {
-        in_point_data = !tag->self_closing;
-      } else if (tag->name == "DataArray" && in_point_data) {
-        read_data_array(*tag, pos, xml_end);
-      }
-    }
-    if (!seen_vtkfile_) throw input_error(file_, 0, "", "not a VTK XML file (no <VTKFile> element)");
-    if (!seen_image_) throw input_error(file_, 0, "", "no <ImageData> element (expected a VTK ImageData .vti file)");
-  }
-
-  void read_vtkfile(const XmlTag& tag) {
-    const std::string* type = tag.attribute("type");
-    if (type == nullptr || *type != "ImageData") {
-      throw error_at(tag.begin, "type",
-                     fmt::format("expected a VTK ImageData file (VTKFile type=\"ImageData\"), got type=\"{}\"",
-                                 type == nullptr ? "" : *type));
-    }
-    if (const std::string* compressor = tag.attribute("compressor"); compressor != nullptr && !compressor->empty()) {
-      throw error_at(tag.begin, "compressor",
-                     "compressed VTI is not supported; save uncompressed (ParaView: Data Mode Appended/Binary, "
-                     "Compressor None)");
-    }
-    if (const std::string* order = tag.attribute("byte_order"); order != nullptr && *order != "LittleEndian") {
-      throw error_at(tag.begin, "byte_order",
-                     fmt::format("byte_order \"{}\" is not supported (expected LittleEndian)", *order));
-    }
-    if (const std::string* header = tag.attribute("header_type")) {
-      if (*header == "UInt32") {
-        header_size_ = 4;
-      } else if (*header == "UInt64") {
-        header_size_ = 8;
-      } else {
-        throw error_at(tag.begin, "header_type", fmt::format("expected UInt32 or UInt64, got \"{}\"", *header));
-      }
-    }
-  }
-
-  // Sets grid_ from WholeExtent and Spacing; returns the WholeExtent text. Origin and Direction are
-  // ignored: the model's box always starts at 0 and its axes are the grid's.
-  std::string read_image_data(const XmlTag& tag) {
-    const std::string* extent = tag.attribute("WholeExtent");
-    if (extent == nullptr) throw error_at(tag.begin, "WholeExtent", "missing from <ImageData>");
-    const auto tokens = split_whitespace(*extent);
-    std::array<long long, 6> e{};
-    bool ok = tokens.size() == 6;
-    for (std::size_t k = 0; ok && k < 6; ++k) {
-      const auto v = parse_integer<long long>(tokens[k]);
-      ok = v.has_value();
-      if (ok) e[k] = *v;
-    }
-    if (!ok) throw error_at(tag.begin, "WholeExtent", fmt::format("expected six integers, got '{}'", *extent));
-    if (e[0] != 0 || e[2] != 0 || e[4] != 0) {
-      throw error_at(tag.begin, "WholeExtent",
-                     fmt::format("must start at 0 0 0 (x0 x1 y0 y1 z0 z1 with x0 = y0 = z0 = 0), got '{}'", *extent));
-    }
-    for (int d = 0; d < 3; ++d) {
-      if (e[2 * d + 1] < 0 || e[2 * d + 1] >= std::numeric_limits<int>::max()) {
-        throw error_at(tag.begin, "WholeExtent", fmt::format("invalid extent '{}'", *extent));
-      }
-    }
-    if (static_cast<double>(e[1] + 1) * static_cast<double>(e[3] + 1) * static_cast<double>(e[5] + 1) > 1e13) {
-      throw error_at(tag.begin, "WholeExtent", fmt::format("the grid '{}' is too large", *extent));
-    }
-    grid_.nx = static_cast<int>(e[1] + 1);
-    grid_.ny = static_cast<int>(e[3] + 1);
-    grid_.nz = static_cast<int>(e[5] + 1);
-
-    std::array<double, 3> spacing{1, 1, 1};  // VTK's default
-    if (const std::string* text = tag.attribute("Spacing")) {
-      const auto sp = split_whitespace(*text);
-      ok = sp.size() == 3;
-      for (std::size_t k = 0; ok && k < 3; ++k) {
-        const auto v = parse_double(sp[k]);
-        ok = v && std::isfinite(*v) && *v > 0;
-        if (ok) spacing[k] = *v;
-      }
-      if (!ok) throw error_at(tag.begin, "Spacing", fmt::format("expected three positive numbers, got '{}'", *text));
-    }
-    // Only the axes with more than one node have a spacing that matters (z of a 2D grid does not).
-    const int counts[3] = {grid_.nx, grid_.ny, grid_.nz};
-    std::optional<double> h;
-    for (int d = 0; d < 3; ++d) {
-      if (counts[d] < 2) continue;
-      if (!h) {
-        h = spacing[d];
-      } else if (std::abs(spacing[d] - *h) > 1e-12 * *h) {
-        throw error_at(
-            tag.begin, "Spacing",
-            fmt::format("must be equal along every axis with more than one node, got '{}'", *tag.attribute("Spacing")));
-      }
-    }
-    grid_.h = h.value_or(spacing[0]);
-    return *extent;
-  }
-
-  void read_data_array(const XmlTag& tag, std::size_t& pos, std::size_t xml_end) {
-    ArrayInfo info;
-    info.tag_pos = tag.begin;
-    const std::string* name = tag.attribute("Name");
-    if (name == nullptr) return;  // unnamed arrays cannot be n, f or c
-    info.name = *name;
-    if (const std::string* type = tag.attribute("type")) info.type = *type;
-    if (const std::string* format = tag.attribute("format")) info.format = *format;
-    if (const std::string* components = tag.attribute("NumberOfComponents")) info.components = *components;
-    if (const std::string* offset = tag.attribute("offset")) info.offset = *offset;
-    if (!tag.self_closing) {
-      const std::size_t end = content_.find('<', tag.end);
-      const std::size_t stop = end == std::string::npos || end > xml_end ? xml_end : end;
-      info.inline_text = std::string_view(content_).substr(tag.end, stop - tag.end);
-      pos = stop;
-    }
-    for (const auto& a : arrays_) {
-      if (a.name == info.name) {
-        throw error_at(tag.begin, info.name, fmt::format("<PointData> has two arrays named '{}'", info.name));
-      }
-    }
-    arrays_.push_back(std::move(info));
-  }
-
-  std::vector<double> decode(const ArrayInfo& a, std::size_t appended_pos) const {
-    std::size_t value_size = 0;
-    if (a.type == "Float32") {
-      value_size = 4;
-    } else if (a.type == "Float64") {
-      value_size = 8;
-    } else {
-      throw error_at(a.tag_pos, a.name,
-                     fmt::format("type \"{}\" is not supported (expected Float32 or Float64)", a.type));
-    }
-    if (trim(a.components) != "1") {
-      throw error_at(a.tag_pos, a.name,
-                     fmt::format("NumberOfComponents is {}, expected 1 (a scalar point array)", a.components));
-    }
-    const std::size_t nodes = grid_.nodes();
-    if (a.format == "ascii") return decode_ascii(a, value_size);
-    if (a.format == "binary") {
-      Base64Bytes source(a.inline_text);
-      return decode_binary(source, a, value_size, nodes);
-    }
-    if (a.format != "appended") {
-      throw error_at(a.tag_pos, a.name,
-                     fmt::format("format \"{}\" is not supported (expected appended, binary or ascii)", a.format));
-    }
-    if (!a.offset) throw error_at(a.tag_pos, a.name, "an appended DataArray without an offset attribute");
-    const auto offset = parse_integer<std::uint64_t>(trim(*a.offset));
-    if (!offset) throw error_at(a.tag_pos, a.name, fmt::format("offset must be an integer, got '{}'", *a.offset));
-    if (appended_pos == std::string::npos) {
-      throw error_at(a.tag_pos, a.name, "the array is appended but the file has no <AppendedData> section");
-    }
-    std::size_t pos = appended_pos;
-    const auto tag = next_tag(pos, content_.size());
-    const std::string* encoding = tag ? tag->attribute("encoding") : nullptr;
-    const std::string enc = encoding == nullptr ? "" : *encoding;
-    if (enc != "raw" && enc != "base64") {
-      throw error_at(appended_pos, "encoding",
-                     fmt::format("<AppendedData> encoding \"{}\" is not supported (expected raw or base64)", enc));
-    }
-    while (pos < content_.size() && is_space(content_[pos])) ++pos;
-    if (pos >= content_.size() || content_[pos] != '_') {
-      throw error_at(appended_pos, "", "<AppendedData> must be followed by '_' and the data");
-    }
-    const std::size_t data_start = pos + 1;
-    if (*offset > content_.size() - data_start) {
-      throw input_error(file_, 0, a.name,
-                        fmt::format("truncated: the array's offset {} lies beyond the end of the file", *offset));
-    }
-    const std::string_view data = std::string_view(content_).substr(data_start + *offset);
-    if (enc == "raw") {
-      RawBytes source(data);
-      return decode_binary(source, a, value_size, nodes);
-    }
-    Base64Bytes source(data);
-    return decode_binary(source, a, value_size, nodes);
-  }
-
-  template <class Source>
-  std::vector<double> decode_binary(Source& source, const ArrayInfo& a, std::size_t value_size,
-                                    std::size_t nodes) const {
-    const auto truncated = [&] {
-      return input_error(file_, 0, a.name, "truncated: the array's data ends early (or its base64 text is malformed)");
-    };
-    std::uint8_t header[8] = {};
-    if (!source.read(header, header_size_)) throw truncated();
-    std::uint64_t bytes = 0;
-    for (std::size_t k = header_size_; k-- > 0;) bytes = (bytes << 8) | header[k];
-    const std::uint64_t expected = static_cast<std::uint64_t>(nodes) * value_size;
-    if (bytes != expected) {
-      throw error_at(a.tag_pos, a.name,
-                     fmt::format("the array holds {} bytes, expected {} ({} nodes of the {}x{}x{} grid x {} bytes)",
-                                 bytes, expected, nodes, grid_.nx, grid_.ny, grid_.nz, value_size));
-    }
-    std::vector<double> values(nodes);
-    if (value_size == 8) {
-      if (!source.read(reinterpret_cast<std::uint8_t*>(values.data()), expected)) throw truncated();
-    } else {
-      std::vector<float> floats(nodes);
-      if (!source.read(reinterpret_cast<std::uint8_t*>(floats.data()), expected)) throw truncated();
-      std::copy(floats.begin(), floats.end(), values.begin());
-    }
-    return values;
-  }
-
-  std::vector<double> decode_ascii(const ArrayInfo& a, std::size_t value_size) const {
-    const auto tokens = split_whitespace(a.inline_text);
-    const std::size_t nodes = grid_.nodes();
-    if (tokens.size() != nodes) {
-      throw error_at(a.tag_pos, a.name,
-                     fmt::format("the ascii array has {} values, expected {} (the {}x{}x{} grid's nodes)",
-                                 tokens.size(), nodes, grid_.nx, grid_.ny, grid_.nz));
-    }
-    std::vector<double> values(nodes);
-    for (std::size_t k = 0; k < nodes; ++k) {
-      const auto v = parse_double(tokens[k]);
-      if (!v) {
-        const std::size_t at = static_cast<std::size_t>(tokens[k].data() - content_.data());
-        throw error_at(at, a.name, fmt::format("expected a number, got '{}'", tokens[k]));
-      }
-      values[k] = value_size == 4 ? static_cast<double>(static_cast<float>(*v)) : *v;
-    }
-    return values;
-  }
-
-  void check_finite(const std::vector<double>& values, std::string_view name) const {
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      if (!std::isfinite(values[k])) {
-        const std::size_t nx = static_cast<std::size_t>(grid_.nx), ny = static_cast<std::size_t>(grid_.ny);
-        throw input_error(file_, 0, name,
-                          fmt::format("non-finite value at node ({}, {}, {})", k % nx, (k / nx) % ny, k / (nx * ny)));
-      }
-    }
-  }
-
-  std::string file_;
-  std::string content_;
-  bool seen_vtkfile_ = false, seen_image_ = false;
-  std::size_t header_size_ = 4;  // VTK's default header_type is UInt32
-  Grid grid_;
-  std::vector<ArrayInfo> arrays_;
-};
+}
 
 // ---------------------------------------------------------------------------------------------
 // Problem JSON.
@@ -834,53 +357,44 @@ std::string colour_bar(double x, double y, double width, const Panel& p) {
 template <class T>
 void write_vti(const fs::path& path, const Grid& grid, const Fields<T>& fields) {
   check_field_sizes(grid, fields, "write_vti");
-  const std::uint64_t bytes = static_cast<std::uint64_t>(grid.nodes()) * sizeof(T);
-  const char* type = sizeof(T) == 4 ? "Float32" : "Float64";
-  const std::string extent = fmt::format("0 {} 0 {} 0 {}", grid.nx - 1, grid.ny - 1, grid.nz - 1);
-  std::string header = fmt::format(
-      "<?xml version=\"1.0\"?>\n"
-      "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
-      "  <ImageData WholeExtent=\"{0}\" Origin=\"0 0 0\" Spacing=\"{1} {1} {1}\">\n"
-      "    <Piece Extent=\"{0}\">\n"
-      "      <PointData Scalars=\"n\">\n",
-      extent, exact(grid.h));
-  for (int a = 0; a < 3; ++a) {
-    header += fmt::format(
-        "        <DataArray type=\"{}\" Name=\"{}\" NumberOfComponents=\"1\" format=\"appended\" offset=\"{}\"/>\n",
-        type, kFieldNames[a], static_cast<std::uint64_t>(a) * (sizeof(std::uint64_t) + bytes));
-  }
-  header +=
-      "      </PointData>\n"
-      "      <CellData>\n"
-      "      </CellData>\n"
-      "    </Piece>\n"
-      "  </ImageData>\n"
-      "  <AppendedData encoding=\"raw\">\n"
-      "   _";
-  AtomicFile file(path);
-  std::ostream& out = file.stream();
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const std::vector<T>* array : arrays_of(fields)) {
-    out.write(reinterpret_cast<const char*>(&bytes), sizeof bytes);
-    out.write(reinterpret_cast<const char*>(array->data()), static_cast<std::streamsize>(bytes));
-  }
-  out << "\n  </AppendedData>\n</VTKFile>\n";
-  file.commit();
+  const vtk::Image image{{0, grid.nx - 1, 0, grid.ny - 1, 0, grid.nz - 1}, {0, 0, 0}, {grid.h, grid.h, grid.h}};
+  vtk::Attributes point_data;
+  point_data.scalars = "n";
+  const auto arrays = arrays_of(fields);
+  for (int a = 0; a < 3; ++a) point_data.arrays.emplace_back(kFieldNames[a], *arrays[a]);
+  vtk::write_image_data(path, image, point_data);
 }
 
-LoadedFields read_vti(const fs::path& path) { return VtiReader(path).read(); }
+LoadedFields read_vti(const fs::path& path) {
+  const vtk::ImageDataReader reader(path);
+  LoadedFields out;
+  out.grid = grid_of(reader);
+  std::vector<std::string> found;
+  for (const auto& a : reader.info().point_arrays) found.push_back(a.name);
+  auto targets = arrays_of(out.fields);
+  for (int a = 0; a < 3; ++a) {
+    const vtk::ArrayInfo* array = reader.find(kFieldNames[a]);
+    if (array == nullptr) {
+      throw input_error(
+          reader.file(), 0, kFieldNames[a],
+          fmt::format("no point array named '{}' in <PointData> (found: {}); n, f and c are required", kFieldNames[a],
+                      found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", "))));
+    }
+    if (array->type != "Float32" && array->type != "Float64") {
+      throw reader.error(array->line, array->name,
+                         fmt::format("type \"{}\" is not supported (expected Float32 or Float64)", array->type));
+    }
+    *targets[a] = reader.read_doubles(*array);
+    check_finite(reader.file(), out.grid, *targets[a], kFieldNames[a]);
+  }
+  return out;
+}
 
 void write_pvd(const fs::path& path, const std::vector<SnapshotEntry>& entries) {
-  std::string text =
-      "<?xml version=\"1.0\"?>\n"
-      "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
-      "  <Collection>\n";
-  for (const auto& e : entries) {
-    text += fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", exact(e.t),
-                        xml_escape(e.file));
-  }
-  text += "  </Collection>\n</VTKFile>\n";
-  write_file_atomic(path, text);
+  std::vector<vtk::CollectionEntry> collection;
+  collection.reserve(entries.size());
+  for (const auto& e : entries) collection.emplace_back(e.t, e.file);
+  vtk::write_collection(path, collection);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -908,31 +422,21 @@ std::vector<SeriesRow> read_series_csv(const fs::path& path) {
   const std::string file = path.string();
   const std::string content = read_whole_file(path, file);
   std::vector<SeriesRow> rows;
-  std::string_view rest = content;
-  std::size_t line_number = 0;
+  text::LineReader lines(content, file);
   bool header_seen = false;
-  while (!rest.empty()) {
-    const std::size_t end = rest.find('\n');
-    std::string_view line = rest.substr(0, end);
-    rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::vector<std::string_view> cells;
+  while (const auto line = lines.next()) {
+    const std::size_t line_number = line->number;
     if (!header_seen) {
-      if (trim(line) != kSeriesHeader) {
+      if (trim(line->text) != kSeriesHeader) {
         throw input_error(file, line_number, "",
-                          fmt::format("expected the header '{}', got '{}'", kSeriesHeader, line));
+                          fmt::format("expected the header '{}', got '{}'", kSeriesHeader, line->text));
       }
       header_seen = true;
       continue;
     }
-    if (trim(line).empty()) continue;
-    std::vector<std::string_view> cells;
-    for (std::string_view cells_left = line;;) {
-      const std::size_t comma = cells_left.find(',');
-      cells.push_back(trim(cells_left.substr(0, comma)));
-      if (comma == std::string_view::npos) break;
-      cells_left.remove_prefix(comma + 1);
-    }
+    if (text::is_blank(line->text)) continue;
+    text::split(line->text, text::Separator::Comma, cells);
     if (cells.size() != 11) {
       throw input_error(file, line_number, "", fmt::format("expected 11 comma-separated values, got {}", cells.size()));
     }
@@ -966,18 +470,12 @@ std::vector<SeriesRow> read_series_csv(const fs::path& path) {
 
 json problem_to_json(const Problem& problem) {
   const ModelParams& m = problem.model;
+  json model = json::object();
+  for (const ModelParamField& field : kModelParamFields) model[field.name] = m.*field.member;
+  model["sensitivity"] = sensitivity_name(m.sensitivity);
   return json{
       {"grid", {{"nx", problem.grid.nx}, {"ny", problem.grid.ny}, {"nz", problem.grid.nz}, {"h", problem.grid.h}}},
-      {"model",
-       {{"diffusion", m.diffusion},
-        {"chemotaxis", m.chemotaxis},
-        {"chemo_saturation", m.chemo_saturation},
-        {"haptotaxis", m.haptotaxis},
-        {"fn_production", m.fn_production},
-        {"fn_uptake", m.fn_uptake},
-        {"taf_uptake", m.taf_uptake},
-        {"taf_diffusion", m.taf_diffusion},
-        {"sensitivity", sensitivity_name(m.sensitivity)}}},
+      {"model", model},
       {"dt", problem.dt},
       {"form", form_name(problem.form)},
       {"precision", precision_name(problem.precision)},
@@ -1013,19 +511,13 @@ Problem problem_from_json(const json& j, const std::string& source) {
              }},
             {"model",
              [&](const json& v, const std::string& where) {
-               r.object(v, where,
-                        {{"diffusion", num(m.diffusion)},
-                         {"chemotaxis", num(m.chemotaxis)},
-                         {"chemo_saturation", num(m.chemo_saturation)},
-                         {"haptotaxis", num(m.haptotaxis)},
-                         {"fn_production", num(m.fn_production)},
-                         {"fn_uptake", num(m.fn_uptake)},
-                         {"taf_uptake", num(m.taf_uptake)},
-                         {"taf_diffusion", num(m.taf_diffusion)},
-                         {"sensitivity", [&](const json& s, const std::string& at) {
-                            m.sensitivity = r.choice<Sensitivity>(
-                                s, at, {{"receptor", Sensitivity::Receptor}, {"constant", Sensitivity::Constant}});
-                          }}});
+               std::vector<std::pair<std::string, JsonReader::Handler>> keys;
+               for (const ModelParamField& field : kModelParamFields) keys.emplace_back(field.name, num(m.*field.member));
+               keys.emplace_back("sensitivity", [&](const json& s, const std::string& at) {
+                 m.sensitivity = r.choice<Sensitivity>(
+                     s, at, {{"receptor", Sensitivity::Receptor}, {"constant", Sensitivity::Constant}});
+               });
+               r.object(v, where, keys);
              }},
             {"dt", num(p.dt)},
             {"form",

@@ -9,25 +9,17 @@
 namespace simkit {
 
 Backend parse_backend(std::string_view text) {
-  if (text == "auto") return Backend::Auto;
-  if (text == "reference") return Backend::Reference;
-  if (text == "cpu") return Backend::Cpu;
-  if (text == "cuda") return Backend::Cuda;
-  throw UserError("backend", fmt::format(": '{}' is not a backend; expected auto, reference, cpu or cuda", text));
+  if (const auto backend = value_of(kBackendNames, text)) return *backend;
+  throw UserError("backend", fmt::format(": '{}' is not a backend; expected {}", text, names_text(kBackendNames)));
 }
 
-std::string_view to_string(Backend backend) {
-  switch (backend) {
-    case Backend::Auto:
-      return "auto";
-    case Backend::Reference:
-      return "reference";
-    case Backend::Cpu:
-      return "cpu";
-    case Backend::Cuda:
-      return "cuda";
-  }
-  return "unknown";
+std::string_view to_string(Backend backend) { return name_of(kBackendNames, backend); }
+
+void throw_not_built(Backend backend) {
+  // Only cuda is optional today; the reference and cpu backends are always built.
+  throw UserError("backend", fmt::format(" {}: this simkit was built without {} support (SIMKIT_CUDA=OFF or no nvcc)",
+                                         name_of(kBackendNames, backend),
+                                         backend == Backend::Cuda ? "CUDA" : name_of(kBackendNames, backend)));
 }
 
 Backend resolve_backend(Backend requested, int device) {
@@ -35,8 +27,7 @@ Backend resolve_backend(Backend requested, int device) {
   const CudaStatus status = cuda_status();
   const bool usable = status.usable && device >= 0 && device < static_cast<int>(status.devices.size());
   if (requested == Backend::Auto) return usable ? Backend::Cuda : Backend::Cpu;
-  if (!status.built)
-    throw UserError("backend", " cuda: this simkit was built without CUDA support (SIMKIT_CUDA=OFF or no nvcc)");
+  if (!status.built) throw_not_built(Backend::Cuda);
   if (!status.usable) throw UserError("backend", fmt::format(" cuda: no usable CUDA device: {}", status.reason));
   if (!usable) {
     throw UserError("device", fmt::format(" {}: no such CUDA device; this machine has {} (0..{})", device,

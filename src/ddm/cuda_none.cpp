@@ -1,5 +1,5 @@
 // Built without CUDA: the GPU matchers say so (resolve_backend already refuses cuda first).
-#include "simkit/core/error.hpp"
+#include "simkit/core/backend.hpp"
 #include "ddm/kernels.hpp"
 
 namespace simkit::ddm::detail {
@@ -8,7 +8,7 @@ namespace simkit::ddm::detail {
   template <>                                                                                                         \
   std::uint64_t NAME<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, const MatchSink*, \
                         std::vector<std::uint64_t>*, std::vector<std::uint64_t>*, MatchReport&) {                     \
-    throw UserError("backend", " cuda: this simkit was built without CUDA support");                                    \
+    throw_not_built(Backend::Cuda);                                                                                   \
   }
 SIMKIT_DDM_NO_CUDA(gpu, std::uint32_t)
 SIMKIT_DDM_NO_CUDA(gpu, std::uint64_t)

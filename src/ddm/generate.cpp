@@ -118,11 +118,9 @@ AnyRegions generate(const GenerateOptions& options) {
 }
 
 SideRule parse_side_rule(std::string_view text) {
-  if (text == "volume") return SideRule::Volume;
-  if (text == "per-dimension") return SideRule::PerDimension;
-  throw UserError("side", fmt::format(" {}: expected volume or per-dimension", text));
+  if (const auto side = value_of(kSideRuleNames, text)) return *side;
+  throw UserError("side", fmt::format(" {}: expected {}", text, names_text(kSideRuleNames)));
 }
-
-std::string_view to_string(SideRule side) { return side == SideRule::Volume ? "volume" : "per-dimension"; }
+std::string_view to_string(SideRule side) { return name_of(kSideRuleNames, side); }
 
 }  // namespace simkit::ddm

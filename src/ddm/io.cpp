@@ -15,6 +15,7 @@
 #include "simkit/core/error.hpp"
 #include "core/input.hpp"
 #include "core/output.hpp"
+#include "core/text.hpp"
 
 namespace simkit::ddm {
 
@@ -44,64 +45,11 @@ constexpr std::size_t kBinaryHeaderBytes = 40;
 constexpr std::uint32_t kBinaryVersion = 1;
 constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
-// ---- text helpers ----
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool is_blank_or_comment(std::string_view line) {
-  const auto t = trim(line);
-  return t.empty() || t.front() == '#';
-}
-
-void split_csv(std::string_view line, std::vector<std::string_view>& fields) {
-  fields.clear();
-  while (true) {
-    const auto comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-}
-
-// Calls visit(line_number, line) for every line that is neither blank nor a comment.
-template <class Visit>
-void for_each_data_line(std::string_view content, Visit visit) {
-  std::size_t line_number = 0;
-  while (!content.empty()) {
-    const auto end = content.find('\n');
-    std::string_view line = content.substr(0, end);
-    content = end == std::string_view::npos ? std::string_view{} : content.substr(end + 1);
-    ++line_number;
-    if (!is_blank_or_comment(line)) visit(line_number, line);
-  }
-}
-
-// Shown in messages: long tokens are cut.
-std::string shown(std::string_view token) {
-  if (token.size() > 40) return fmt::format("'{}...'", token.substr(0, 40));
-  return fmt::format("'{}'", token);
-}
-
-bool is_plain_integer(std::string_view token) {
-  if (token.empty()) return false;
-  for (char c : token)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-// Digits only, exactly, in range; nullopt otherwise.
-std::optional<std::uint64_t> parse_u64(std::string_view token) {
-  if (!is_plain_integer(token)) return std::nullopt;
-  std::uint64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc{} || ptr != token.data() + token.size()) return std::nullopt;
-  return value;
+// ids and integer bounds are digits only (docs/ddm.md, "Regions, CSV"): "+1" or "1e3" make a bound
+// f64 under automatic detection, and are not ids.
+std::optional<std::uint64_t> parse_digits(std::string_view token) {
+  if (!text::is_digits(token)) return std::nullopt;
+  return text::parse<std::uint64_t>(token);
 }
 
 template <class T>
@@ -120,57 +68,58 @@ struct NotInteger {};
 template <class T>
 T parse_bound(std::string_view token, Mode mode, std::string_view file, std::size_t line, const std::string& field) {
   if constexpr (std::is_integral_v<T>) {
-    if (!is_plain_integer(token)) {
+    if (!text::is_digits(token)) {
       if (mode == Mode::AutoInteger) throw NotInteger{};
       if (token.empty()) throw input_error(file, line, field, "empty; expected a number");
       throw input_error(file, line, field,
                         fmt::format("{} is not an unsigned integer (digits only), as {} coordinates require",
-                                    shown(token), type_name<T>()));
+                                    text::shown(token), type_name<T>()));
     }
-    const auto value = parse_u64(token);
+    const auto value = parse_digits(token);
     if (!value) {
       if (mode == Mode::AutoInteger) throw NotInteger{};
       throw input_error(file, line, field,
-                        fmt::format("{} does not fit in {} (largest {})", shown(token), type_name<T>(),
+                        fmt::format("{} does not fit in {} (largest {})", text::shown(token), type_name<T>(),
                                     std::numeric_limits<T>::max()));
     }
     if (*value > std::numeric_limits<T>::max()) {
       throw input_error(file, line, field,
-                        fmt::format("{} does not fit in {} (largest {})", shown(token), type_name<T>(),
+                        fmt::format("{} does not fit in {} (largest {})", text::shown(token), type_name<T>(),
                                     std::numeric_limits<T>::max()));
     }
     return static_cast<T>(*value);
   } else {
-    if (token.empty()) throw input_error(file, line, field, "empty; expected a number");
-    std::string_view digits = token;
-    if (digits.front() == '+') digits.remove_prefix(1);
-    double value = 0;
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ptr != digits.data() + digits.size() || digits.empty() ||
-        (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
-      throw input_error(file, line, field, fmt::format("{} is not a number", shown(token)));
+    const auto parsed = text::parse_number<double>(token);
+    switch (parsed.problem) {
+      case text::ParseProblem::None:
+        break;
+      case text::ParseProblem::Empty:
+        throw input_error(file, line, field, "empty; expected a number");
+      case text::ParseProblem::Syntax:
+        throw input_error(file, line, field, fmt::format("{} is not a number", text::shown(token)));
+      case text::ParseProblem::OutOfRange:
+        throw input_error(file, line, field, fmt::format("{} is out of the range of f64", text::shown(token)));
     }
-    if (ec == std::errc::result_out_of_range) {
-      throw input_error(file, line, field, fmt::format("{} is out of the range of f64", shown(token)));
-    }
+    const double value = parsed.value;
     if (!std::isfinite(value)) {
-      throw input_error(file, line, field, fmt::format("{}: NaN and infinity are not coordinates", shown(token)));
+      throw input_error(file, line, field,
+                        fmt::format("{}: NaN and infinity are not coordinates", text::shown(token)));
     }
-    if (mode == Mode::AutoFloat && is_plain_integer(token)) {
+    if (mode == Mode::AutoFloat && text::is_digits(token)) {
       // Other bounds made the file f64; an integer must not change silently on the way.
-      const auto exact = parse_u64(token);
+      const auto exact = parse_digits(token);
       if (!exact) {
         throw input_error(file, line, field,
                           fmt::format("integer {} is above 2^64-1 and other bounds are not integers (f64); "
                                       "force f64 coordinates (`coords` f64) to read it rounded",
-                                      shown(token)));
+                                      text::shown(token)));
       }
       if (!(value < kTwoTo64) || static_cast<std::uint64_t>(value) != *exact) {
         throw input_error(file, line, field,
                           fmt::format("integer {} is not exactly representable as f64, which other bounds that "
                                       "are not integers make this file; force f64 coordinates (`coords` f64) to "
                                       "read it rounded",
-                                      shown(token)));
+                                      text::shown(token)));
       }
     }
     return value;
@@ -180,7 +129,7 @@ T parse_bound(std::string_view token, Mode mode, std::string_view file, std::siz
 // The header `set,id,lower0,upper0,...`; returns the number of dimensions.
 int parse_header(std::string_view line, std::string_view file, std::size_t line_number,
                  std::vector<std::string_view>& fields) {
-  split_csv(line, fields);
+  text::split(line, text::Separator::Comma, fields);
   const auto expected = [](std::size_t dims) {
     std::string h = "set,id";
     for (std::size_t d = 0; d < dims; ++d) h += fmt::format(",lower{},upper{}", d, d);
@@ -203,8 +152,8 @@ int parse_header(std::string_view line, std::string_view file, std::size_t line_
                                       : fmt::format("{}{}", k % 2 == 0 ? "lower" : "upper", (k - 2) / 2);
     if (fields[k] != want) {
       throw input_error(file, line_number, want,
-                        fmt::format("header column {} is {}; expected {} (the header is {})", k + 1, shown(fields[k]),
-                                    want, expected(dims)));
+                        fmt::format("header column {} is {}; expected {} (the header is {})", k + 1,
+                                    text::shown(fields[k]), want, expected(dims)));
     }
   }
   return static_cast<int>(dims);
@@ -239,16 +188,18 @@ Regions<T> parse_csv_as(std::string_view content, std::string_view file, Mode mo
   RowSet<T> sets[2];
   std::vector<std::string_view> fields;
   std::vector<std::string> bound_names;
-  for_each_data_line(content, [&](std::size_t line, std::string_view text) {
+  text::LineReader lines(content, file);
+  while (const auto data = lines.next_data()) {
+    const std::size_t line = data->number;
     if (dims == 0) {
-      dims = parse_header(text, file, line, fields);
+      dims = parse_header(data->text, file, line, fields);
       for (int d = 0; d < dims; ++d) {
         bound_names.push_back(fmt::format("lower{}", d));
         bound_names.push_back(fmt::format("upper{}", d));
       }
-      return;
+      continue;
     }
-    split_csv(text, fields);
+    text::split(data->text, text::Separator::Comma, fields);
     const std::size_t want = 2 + 2 * static_cast<std::size_t>(dims);
     if (fields.size() != want) {
       throw input_error(file, line, "",
@@ -261,11 +212,12 @@ Regions<T> parse_csv_as(std::string_view content, std::string_view file, Mode mo
     if (fields[0] == "U") which = 1;
     if (which < 0) {
       throw input_error(file, line, "set",
-                        fmt::format("{}; expected S (subscription) or U (update)", shown(fields[0])));
+                        fmt::format("{}; expected S (subscription) or U (update)", text::shown(fields[0])));
     }
-    const auto id = parse_u64(fields[1]);
+    const auto id = parse_digits(fields[1]);
     if (!id) {
-      throw input_error(file, line, "id", fmt::format("{} is not an unsigned 64-bit integer", shown(fields[1])));
+      throw input_error(file, line, "id",
+                        fmt::format("{} is not an unsigned 64-bit integer", text::shown(fields[1])));
     }
     RowSet<T>& set = sets[which];
     const auto [it, inserted] = set.line_of_id.emplace(*id, line);
@@ -285,7 +237,7 @@ Regions<T> parse_csv_as(std::string_view content, std::string_view file, Mode mo
       set.lower.push_back(lo);
       set.upper.push_back(hi);
     }
-  });
+  }
   if (dims == 0) {
     throw input_error(file, 0, "", "no header; expected a first line like set,id,lower0,upper0 and one region a line");
   }
@@ -734,21 +686,23 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> read_pairs(const fs::path& 
   }
   bool header = false;
   std::vector<std::string_view> fields;
-  for_each_data_line(content, [&](std::size_t line, std::string_view text) {
-    split_csv(text, fields);
+  text::LineReader lines(content, file);
+  while (const auto data = lines.next_data()) {
+    const std::size_t line = data->number;
+    text::split(data->text, text::Separator::Comma, fields);
     if (!header) {
       if (fields.size() != 2 || fields[0] != "subscription" || fields[1] != "update") {
         throw input_error(file, line, "", "expected the header subscription,update");
       }
       header = true;
-      return;
+      continue;
     }
     if (fields.size() != 2) throw input_error(file, line, "", fmt::format("{} fields; expected 2", fields.size()));
-    const auto s = parse_u64(fields[0]), u = parse_u64(fields[1]);
-    if (!s) throw input_error(file, line, "subscription", fmt::format("{} is not an id", shown(fields[0])));
-    if (!u) throw input_error(file, line, "update", fmt::format("{} is not an id", shown(fields[1])));
+    const auto s = parse_digits(fields[0]), u = parse_digits(fields[1]);
+    if (!s) throw input_error(file, line, "subscription", fmt::format("{} is not an id", text::shown(fields[0])));
+    if (!u) throw input_error(file, line, "update", fmt::format("{} is not an id", text::shown(fields[1])));
     out.emplace_back(*s, *u);
-  });
+  }
   if (!header) throw input_error(file, 0, "", "no header; expected subscription,update");
   return out;
 }

@@ -16,9 +16,6 @@ namespace simkit::ddm {
 
 namespace {
 
-constexpr std::string_view kRules = "ieee1516, half-open or closed";
-constexpr std::string_view kAlgorithms = "brute-force, grid, sbm, interval-tree, parallel, bitmatrix or gpu";
-
 // The backend each algorithm runs on.
 Backend home_of(Algorithm a) {
   switch (a) {
@@ -137,54 +134,20 @@ MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptio
 }  // namespace
 
 Rule parse_rule(std::string_view text) {
-  if (text == "ieee1516") return Rule::Ieee1516;
-  if (text == "half-open") return Rule::HalfOpen;
-  if (text == "closed") return Rule::Closed;
-  throw UserError("rule", fmt::format(" {}: expected {}", text, kRules));
+  if (const auto rule = value_of(kRuleNames, text)) return *rule;
+  throw UserError("rule", fmt::format(" {}: expected {}", text, names_text(kRuleNames)));
 }
-std::string_view to_string(Rule rule) {
-  return rule == Rule::Closed ? "closed" : (rule == Rule::HalfOpen ? "half-open" : "ieee1516");
-}
+std::string_view to_string(Rule rule) { return name_of(kRuleNames, rule); }
 Coords parse_coords(std::string_view text) {
-  if (text == "u32") return Coords::U32;
-  if (text == "u64") return Coords::U64;
-  if (text == "f64") return Coords::F64;
-  throw UserError("coords", fmt::format(" {}: expected u32, u64 or f64", text));
+  if (const auto coords = value_of(kCoordsNames, text)) return *coords;
+  throw UserError("coords", fmt::format(" {}: expected {}", text, names_text(kCoordsNames)));
 }
-std::string_view to_string(Coords coords) {
-  return coords == Coords::U32 ? "u32" : (coords == Coords::U64 ? "u64" : "f64");
-}
+std::string_view to_string(Coords coords) { return name_of(kCoordsNames, coords); }
 Algorithm parse_algorithm(std::string_view text) {
-  if (text == "auto") return Algorithm::Auto;
-  if (text == "brute-force") return Algorithm::BruteForce;
-  if (text == "grid") return Algorithm::Grid;
-  if (text == "sbm") return Algorithm::Sbm;
-  if (text == "interval-tree") return Algorithm::IntervalTree;
-  if (text == "parallel") return Algorithm::Parallel;
-  if (text == "bitmatrix") return Algorithm::BitMatrix;
-  if (text == "gpu") return Algorithm::Gpu;
-  throw UserError("algorithm", fmt::format(" {}: expected {}", text, kAlgorithms));
+  if (const auto algorithm = value_of(kAlgorithmNames, text)) return *algorithm;
+  throw UserError("algorithm", fmt::format(" {}: expected {}", text, names_text(kAlgorithmNames)));
 }
-std::string_view to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::BruteForce:
-      return "brute-force";
-    case Algorithm::Grid:
-      return "grid";
-    case Algorithm::Sbm:
-      return "sbm";
-    case Algorithm::IntervalTree:
-      return "interval-tree";
-    case Algorithm::Parallel:
-      return "parallel";
-    case Algorithm::BitMatrix:
-      return "bitmatrix";
-    case Algorithm::Gpu:
-      return "gpu";
-    default:
-      return "auto";
-  }
-}
+std::string_view to_string(Algorithm algorithm) { return name_of(kAlgorithmNames, algorithm); }
 
 Algorithm resolve_algorithm(Algorithm requested, Backend backend) {
   if (requested == Algorithm::Auto) {

@@ -1,11 +1,11 @@
 // Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
-#include "simkit/core/error.hpp"
+#include "simkit/core/backend.hpp"
 #include "prolif/kernels.hpp"
 
 namespace simkit::prolif::detail::cuda {
 
 std::vector<WalkStats> run(const std::vector<PreparedRun>&, std::vector<Result>&, int) {
-  throw UserError("backend", " cuda: this simkit was built without CUDA support");
+  throw_not_built(Backend::Cuda);
 }
 
 }  // namespace simkit::prolif::detail::cuda

@@ -5,15 +5,17 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <charconv>
+#include <cctype>
 #include <cmath>
-#include <fstream>
+#include <cstdint>
+#include <optional>
 #include <set>
-#include <sstream>
+#include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
+
 #include "core/input.hpp"
+#include "core/text.hpp"
 #include "core/toml_util.hpp"
 
 #include "simkit/core/error.hpp"
@@ -26,93 +28,29 @@ namespace fs = std::filesystem;
 
 constexpr double kProportionTolerance = 1e-6;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Calls visit(line_number, line) for every line, '\r' of CRLF already stripped.
-template <class Visit>
-std::size_t for_each_line(std::string_view content, Visit visit) {
-  std::size_t line_number = 0;
-  while (!content.empty()) {
-    const auto end = content.find('\n');
-    std::string_view line = content.substr(0, end);
-    content = end == std::string_view::npos ? std::string_view{} : content.substr(end + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    visit(++line_number, line);
-  }
-  return line_number;
-}
-
-bool is_blank_or_comment(std::string_view line) {
-  const auto t = trim(line);
-  return t.empty() || t.front() == '#';
-}
-
-std::vector<std::string_view> split_whitespace(std::string_view line) {
-  std::vector<std::string_view> tokens;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && is_space(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !is_space(line[i])) ++i;
-    if (i > start) tokens.push_back(line.substr(start, i - start));
-  }
-  return tokens;
-}
-
-std::vector<std::string_view> split_csv(std::string_view line) {
-  std::vector<std::string_view> fields;
-  while (true) {
-    const auto comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-  return fields;
-}
-
-// The whole token must be a number; from_chars accepts "inf"/"nan", which the callers reject
-// with a clearer message than "not a number".
-std::optional<double> parse_double(std::string_view token) {
-  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);
-  double value = 0;
-  const auto* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (ec != std::errc{} || ptr != end) return std::nullopt;
-  return value;
-}
-
-// Integers first (exact to 2^64 - 1), then integral reals such as 1e9 or 12.0.
-std::uint64_t parse_count(std::string_view token, const std::string& file, std::size_t line) {
-  const auto bad = [&] {
-    return input_error(file, line, "count", fmt::format("expected a non-negative integer, got '{}'", token));
+// Integers first (exact to 2^64 - 1), then integral reals such as 1e9 or 12.0 (docs/prolif.md,
+// "File formats": counts).
+std::uint64_t parse_count(std::string_view token, const text::Line& line) {
+  const auto too_large = [&] {
+    return line.error("count", fmt::format("too large (at most 2^64 - 1), got '{}'", token));
   };
-  std::string_view digits = token;
-  if (digits.size() > 1 && digits.front() == '+') digits.remove_prefix(1);
-  std::uint64_t count = 0;
-  const auto* end = digits.data() + digits.size();
-  const auto [ptr, ec] = std::from_chars(digits.data(), end, count);
-  if (ec == std::errc{} && ptr == end) return count;
-  if (ec == std::errc::result_out_of_range && ptr == end)
-    throw input_error(file, line, "count", fmt::format("too large (at most 2^64 - 1), got '{}'", token));
-  const auto real = parse_double(token);
-  if (!real || !std::isfinite(*real) || *real < 0 || std::floor(*real) != *real) throw bad();
+  const auto integer = text::parse_number<std::uint64_t>(token);
+  if (integer.ok()) return integer.value;
+  if (integer.problem == text::ParseProblem::OutOfRange) throw too_large();
+  const auto real = text::parse<double>(token);
+  if (!real || !std::isfinite(*real) || *real < 0 || std::floor(*real) != *real)
+    throw line.error("count", fmt::format("expected a non-negative integer, got '{}'", token));
   // 2^64 is exactly representable; anything at or above it does not fit.
-  if (*real >= 18446744073709551616.0)
-    throw input_error(file, line, "count", fmt::format("too large (at most 2^64 - 1), got '{}'", token));
+  if (*real >= 18446744073709551616.0) throw too_large();
   return static_cast<std::uint64_t>(*real);
 }
 
-double parse_value(std::string_view token, const std::string& file, std::size_t line) {
-  const auto value = parse_double(token);
-  if (!value) throw input_error(file, line, "value", fmt::format("expected a number, got '{}'", token));
-  if (!std::isfinite(*value)) throw input_error(file, line, "value", fmt::format("must be finite, got '{}'", token));
-  if (*value <= 0) throw input_error(file, line, "value", fmt::format("must be > 0, got '{}'", token));
+// parse<double> reads "nan" and "inf", so that they get the clearer "must be finite".
+double parse_value(std::string_view token, const text::Line& line) {
+  const auto value = text::parse<double>(token);
+  if (!value) throw line.error("value", fmt::format("expected a number, got '{}'", token));
+  if (!std::isfinite(*value)) throw line.error("value", fmt::format("must be finite, got '{}'", token));
+  if (*value <= 0) throw line.error("value", fmt::format("must be > 0, got '{}'", token));
   return *value;
 }
 
@@ -283,40 +221,39 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
   bool first_content_line = true;
   std::size_t csv_columns = 2;
 
-  const std::size_t last_line = for_each_line(content, [&](std::size_t line, std::string_view text) {
-    if (is_blank_or_comment(text)) return;
-    std::vector<std::string_view> fields;
+  text::LineReader lines(content, file);
+  std::vector<std::string_view> fields;
+  while (const auto line = lines.next_data()) {
     if (first_content_line) {
       first_content_line = false;
-      csv = csv || text.find(',') != std::string_view::npos;
+      csv = csv || line->text.find(',') != std::string_view::npos;
       if (csv) {
-        fields = split_csv(text);
-        const bool numeric = fields.size() >= 2 && parse_double(fields[0]) && parse_double(fields[1]);
+        text::split(line->text, text::Separator::Comma, fields);
+        const bool numeric = fields.size() >= 2 && text::parse<double>(fields[0]) && text::parse<double>(fields[1]);
         if (!numeric) {
-          if (fields.size() < 2)
-            throw input_error(file, line, "", "CSV header must name at least two columns (value, count)");
+          if (fields.size() < 2) throw line->error("", "CSV header must name at least two columns (value, count)");
           csv_columns = fields.size();
-          return;
+          continue;
         }
-        if (csv_by_name)
-          throw input_error(file, line, "", "a .csv histogram needs a header line such as 'value,count'");
+        if (csv_by_name) throw line->error("", "a .csv histogram needs a header line such as 'value,count'");
       }
     }
-    fields = csv ? split_csv(text) : split_whitespace(text);
+    text::split(line->text, csv ? text::Separator::Comma : text::Separator::Whitespace, fields);
     const char* layout = csv ? "value,count" : "value count";
     if (fields.empty() || fields[0].empty())
-      throw input_error(file, line, "value", fmt::format("missing (expected '{}')", layout));
+      throw line->error("value", fmt::format("missing (expected '{}')", layout));
     if (fields.size() < 2 || fields[1].empty())
-      throw input_error(file, line, "count", fmt::format("missing (expected '{}')", layout));
+      throw line->error("count", fmt::format("missing (expected '{}')", layout));
     const std::size_t allowed = csv ? csv_columns : 2;
     if (fields.size() > allowed)
-      throw input_error(file, line, "count", fmt::format("unexpected text after the count: '{}'", fields[allowed]));
-    const double value = parse_value(fields[0], file, line);
-    const std::uint64_t count = parse_count(fields[1], file, line);
-    if (count == 0) return;  // empty bins carry no cells; keeping them would only cost work
+      throw line->error("count", fmt::format("unexpected text after the count: '{}'", fields[allowed]));
+    const double value = parse_value(fields[0], *line);
+    const std::uint64_t count = parse_count(fields[1], *line);
+    if (count == 0) continue;  // empty bins carry no cells; keeping them would only cost work
     histogram.values.push_back(value);
     histogram.counts.push_back(count);
-  });
+  }
+  const std::size_t last_line = lines.lines_read();
 
   if (histogram.values.empty())
     throw input_error(file, std::max<std::size_t>(last_line, 1), "count",
@@ -433,16 +370,19 @@ ModelFile read_types_file(const std::filesystem::path& path) {
   int proliferating = 0;
   static constexpr const char* kFields[] = {"proportion", "mean", "sd"};
 
-  const std::size_t last_line = for_each_line(content, [&](std::size_t line, std::string_view text) {
-    if (is_blank_or_comment(text)) return;
-    const auto tokens = split_whitespace(text);
+  text::LineReader reader(content, file);
+  std::vector<std::string_view> tokens;
+  while (const auto data = reader.next_data()) {
+    const std::size_t line = data->number;
+    text::split(data->text, text::Separator::Whitespace, tokens);
     if (tokens.size() < 3)
       throw input_error(file, line, kFields[tokens.size()], "missing (expected 'proportion mean sd')");
     if (tokens.size() > 3)
       throw input_error(file, line, "sd", fmt::format("unexpected text after the sd: '{}'", tokens[3]));
     double numbers[3] = {};
     for (std::size_t i = 0; i < 3; ++i) {
-      const auto x = parse_double(tokens[i]);
+      // "nan" and "inf" read as numbers here; check_* below says they must be finite.
+      const auto x = text::parse<double>(tokens[i]);
       if (!x) throw input_error(file, line, kFields[i], fmt::format("expected a number, got '{}'", tokens[i]));
       numbers[i] = *x;
     }
@@ -462,7 +402,8 @@ ModelFile read_types_file(const std::filesystem::path& path) {
     pop.name = default_name(pop.quiescent, proliferating);
     result.model.populations.push_back(pop);
     lines.push_back({line, line, line});
-  });
+  }
+  const std::size_t last_line = reader.lines_read();
 
   if (result.model.populations.empty())
     throw input_error(file, std::max<std::size_t>(last_line, 1), "proportion",

@@ -381,6 +381,40 @@ TEST(AngioCli, InitialFileFixesSpacingAndFields) {
                     {"--initial"});
 }
 
+// `simkit angio hybrid` is the hybrid model's own subcommand; `angio run --model hybrid` still runs
+// it (the same files, a note on stderr unless quiet); the continuous model's options are not
+// `angio hybrid`'s, and a config for the continuous model is refused there.
+TEST(AngioCli, HybridSubcommandEqualsRunModelHybrid) {
+  TempDir tmp;
+  const std::vector<std::string> problem = {"--grid", "31,31,1", "--t-max", "0.5", "--psi", "0.1", "--replicates",
+                                            "2",      "--seed", "3",       "--backend", "cpu"};
+  std::vector<std::string> hybrid = {"angio", "hybrid", "--out", (tmp / "hybrid").string(), "-q"};
+  hybrid.insert(hybrid.end(), problem.begin(), problem.end());
+  CommandResult r = run_simkit(hybrid);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  std::vector<std::string> old = {"angio", "run", "--model", "hybrid", "--out", (tmp / "run").string()};
+  old.insert(old.end(), problem.begin(), problem.end());
+  r = run_simkit(old);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.err, "simkit angio hybrid")) << "the note: " << r.err;
+  EXPECT_EQ(slurp(tmp / "hybrid" / "ensemble.csv"), slurp(tmp / "run" / "ensemble.csv"));
+  EXPECT_EQ(slurp(tmp / "hybrid" / "network.vtp"), slurp(tmp / "run" / "network.vtp"));
+
+  std::vector<std::string> steps = hybrid;
+  steps[3] = (tmp / "steps").string();
+  steps.insert(steps.end(), {"--steps", "5"});
+  r = run_simkit(steps);
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_FALSE(fs::exists(tmp / "steps"));
+
+  const fs::path continuous = tmp.write("continuous.toml", "model = \"continuous\"\n");
+  r = run_simkit({"angio", "hybrid", "--out", (tmp / "cfg").string(), "--config", continuous.string()});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "continuous.toml")) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "cfg"));
+}
+
 // The hybrid model through the CLI: an ensemble on cpu equals the same ensemble on reference (any
 // thread count), realisation r of --seed S equals a single run with --seed S + r, and the files exist.
 TEST(AngioCli, HybridEnsembleIsReproducibleAndSplittable) {

@@ -10,6 +10,7 @@
 
 #include "simkit/angio/angio.hpp"
 #include "simkit/angio/hybrid.hpp"
+#include "simkit/core/names.hpp"
 
 namespace simkit::angio {
 
@@ -37,7 +38,21 @@ struct ConfigFile {
 // naming the file, the line and the key.
 ConfigFile read_config(const std::filesystem::path& path);
 
-// "expanded" | "flux", "fp32" | "fp64", "linear" | "tumour" (also "tumor"); nullopt otherwise.
+// The names of the choices (config values, flags, run.json and result.json), one table each.
+inline constexpr Named<Form> kFormNames[] = {{Form::Expanded, "expanded"}, {Form::Flux, "flux"}};
+inline constexpr Named<Precision> kPrecisionNames[] = {{Precision::Fp32, "fp32"}, {Precision::Fp64, "fp64"}};
+inline constexpr Named<InitialTaf> kTafNames[] = {{InitialTaf::Linear, "linear"}, {InitialTaf::Tumour, "tumour"}};
+inline constexpr Named<Sensitivity> kSensitivityNames[] = {{Sensitivity::Receptor, "receptor"},
+                                                           {Sensitivity::Constant, "constant"}};
+inline constexpr Named<Uptake> kUptakeNames[] = {{Uptake::Trail, "trail"}, {Uptake::Tip, "tip"}};
+inline constexpr Named<DaughterPlacement> kDaughterNames[] = {{DaughterPlacement::Weights, "weights"},
+                                                              {DaughterPlacement::Uniform, "uniform"}};
+inline constexpr Named<MoveWeights> kWeightsNames[] = {{MoveWeights::Central, "central"},
+                                                       {MoveWeights::OneSided, "one-sided"}};
+// Branch probability: from the P_n(c) table, or one (Named<bool>: branch_always).
+inline constexpr Named<bool> kBranchProbabilityNames[] = {{false, "table"}, {true, "one"}};
+
+// Values of the tables above ("tumor" too); nullopt otherwise.
 std::optional<Form> parse_form(std::string_view text);
 std::optional<Precision> parse_precision(std::string_view text);
 std::optional<InitialTaf> parse_taf(std::string_view text);

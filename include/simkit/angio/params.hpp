@@ -23,10 +23,13 @@ struct ModelParams {
 // The numeric parameters, one row each: the name in run.json and result.json, the symbol of the
 // papers (the key in a config file's [parameters] table) and the member. Every reader, writer and
 // check of ModelParams goes through this table (docs/angio.md, "Configuration file").
+// (A member-pointer alias: nvcc's front end rewrites `double ModelParams::*member` with parentheses
+// that g++ then warns about.)
+using ModelParamMember = double ModelParams::*;
 struct ModelParamField {
   const char* name;
   const char* symbol;
-  double ModelParams::*member;
+  ModelParamMember member;
 };
 inline constexpr ModelParamField kModelParamFields[] = {
     {"diffusion", "D", &ModelParams::diffusion},

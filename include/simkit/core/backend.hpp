@@ -5,13 +5,21 @@
 #include <string>
 #include <string_view>
 
+#include "simkit/core/names.hpp"
+
 namespace simkit {
 
 enum class Backend { Auto, Reference, Cpu, Cuda };
+inline constexpr Named<Backend> kBackendNames[] = {
+    {Backend::Auto, "auto"}, {Backend::Reference, "reference"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
 
-// Parses "auto|reference|cpu|cuda"; a UserError names the flag and the accepted values.
+// Parses a name of kBackendNames; a UserError names the field and the accepted values.
 Backend parse_backend(std::string_view text);
 std::string_view to_string(Backend backend);
+
+// The error of a backend this build lacks (every engine's entry points for a backend that was not
+// compiled call it): a UserError naming the backend and how to get it.
+[[noreturn]] void throw_not_built(Backend backend);
 
 // Auto becomes Cuda when the build has CUDA and `device` is usable, else Cpu. Asking for Cuda on a
 // build or machine without it is a UserError that says why.

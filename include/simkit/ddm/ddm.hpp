@@ -11,6 +11,7 @@
 
 #include "simkit/core/backend.hpp"
 #include "simkit/core/error.hpp"
+#include "simkit/core/names.hpp"
 
 namespace simkit::ddm {
 
@@ -24,6 +25,13 @@ constexpr int kMaxDims = 8;
 enum class Rule { Ieee1516, HalfOpen, Closed };
 enum class Coords { U32, U64, F64 };
 enum class Algorithm { Auto, BruteForce, Grid, Sbm, IntervalTree, Parallel, BitMatrix, Gpu };
+inline constexpr Named<Rule> kRuleNames[] = {
+    {Rule::Ieee1516, "ieee1516"}, {Rule::HalfOpen, "half-open"}, {Rule::Closed, "closed"}};
+inline constexpr Named<Coords> kCoordsNames[] = {{Coords::U32, "u32"}, {Coords::U64, "u64"}, {Coords::F64, "f64"}};
+inline constexpr Named<Algorithm> kAlgorithmNames[] = {
+    {Algorithm::Auto, "auto"},          {Algorithm::BruteForce, "brute-force"}, {Algorithm::Grid, "grid"},
+    {Algorithm::Sbm, "sbm"},            {Algorithm::IntervalTree, "interval-tree"},
+    {Algorithm::Parallel, "parallel"},  {Algorithm::BitMatrix, "bitmatrix"},   {Algorithm::Gpu, "gpu"}};
 
 // One set of regions: ids[i] and, dimension-major, lower[d * size + i] and upper[d * size + i].
 template <class T>

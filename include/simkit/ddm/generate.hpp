@@ -15,6 +15,7 @@ namespace simkit::ddm {
 //                 the expected number of pairs is about 2^(d-2) * alpha * N.
 // For d = 1 both are the same.
 enum class SideRule { Volume, PerDimension };
+inline constexpr Named<SideRule> kSideRuleNames[] = {{SideRule::Volume, "volume"}, {SideRule::PerDimension, "per-dimension"}};
 
 struct GenerateOptions {
   std::uint64_t n = 0;       // regions in all; S gets ceil(n / 2), U the rest
