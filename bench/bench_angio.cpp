@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "simkit/angio/angio.hpp"
-#include "angio/cuda_tuning.hpp"
+#include "angio/continuous/cuda_tuning.hpp"
 #include "simkit/angio/hybrid.hpp"
-#include "angio/hybrid_detail.hpp"
+#include "angio/hybrid/detail.hpp"
 #ifdef SIMKIT_HAVE_CUDA
-#include "angio/hybrid_cuda.hpp"
+#include "angio/hybrid/cuda.hpp"
 #endif
 #include "simkit/core/cuda_info.hpp"
 #ifdef SIMKIT_HAVE_CUDA

@@ -150,50 +150,11 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   const double seconds = compute.seconds();
   progress.finish();
 
-  // Metrics of an earlier, larger ensemble in the same directory go, so that metrics/ matches
-  // ensemble.csv.
-  ensure_output_directory(out / "metrics");
-  for (const auto& entry : std::filesystem::directory_iterator(out / "metrics")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("realisation_", 0) == 0 && entry.path().extension() == ".csv") std::filesystem::remove(entry.path());
-  }
-  for (std::size_t r = 0; r < ensemble.size(); ++r)
-    write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
-  write_ensemble_csv(out / "ensemble.csv", ensemble);
-  write_network_vtp(out / "network.vtp", p, ensemble.front());
-  {
-    // n (the network), f and c of realisation 0 at its end, in fp32 (for ParaView; 12 bytes a node).
-    const Fields<double> u = hybrid_fields(p, ensemble.front());
-    Fields<float> u32;
-    u32.n.assign(u.n.begin(), u.n.end());
-    u32.f.assign(u.f.begin(), u.f.end());
-    u32.c.assign(u.c.begin(), u.c.end());
-    write_vti(out / "fields.vti", p.grid, u32);
-  }
-  if (!a.no_quicklook) write_network_png(out, p, ensemble.front());
-  nlohmann::json result = ensemble_summary(ensemble);
-  result["model"] = "hybrid";
-  result["grid"] = {p.grid.nx, p.grid.ny, p.grid.nz};
-  result["h"] = p.grid.h;
-  result["dt"] = p.dt;
-  result["seed"] = options.seed;
-  result["replicates"] = a.replicates;
-  result["backend"] = std::string(to_string(backend));
-  result["seconds"] = seconds;
-  result["rules"] = {{"anastomosis", anastomosis_name(p.hybrid)},
-                     {"fork", p.hybrid.fork_passes ? "pass" : "fuse"},
-                     {"uptake", uptake_name(p.hybrid.uptake)},
-                     {"sensitivity", sensitivity_name(p.model.sensitivity)},
-                     {"branch_probability", p.hybrid.branch_always ? "one" : "table"},
-                     {"branch_density", p.hybrid.branch_density},
-                     {"daughter", daughter_name(p.hybrid.daughter)},
-                     {"back_steps", p.hybrid.back_steps},
-                     {"weights", weights_name(p.hybrid.weights)},
-                     {"psi", p.hybrid.psi}};
-  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  const nlohmann::json result = write_hybrid_outputs(
+      out, p, ensemble, HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook});
 
   RunSummary summary;
-  summary.command = "simkit angio run --model hybrid";
+  summary.command = a.hybrid_command ? "simkit angio hybrid" : "simkit angio run --model hybrid";
   summary.backend = std::string(to_string(backend));
   summary.device = run.device;
   summary.wall_seconds = clock.seconds();

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/memory.hpp"
+#include "core/cuda_check.cuh"
 
 namespace simkit {
 
@@ -47,6 +49,13 @@ double initialize_cuda_device(int device) {
   if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);
   cudaGetLastError();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+DeviceMemory device_memory(int device) {
+  cuda::DeviceGuard guard(device);
+  DeviceMemory memory;
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&memory.free, &memory.total));
+  return memory;
 }
 
 }  // namespace simkit

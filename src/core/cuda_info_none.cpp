@@ -1,4 +1,6 @@
+#include "simkit/core/backend.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/memory.hpp"
 
 namespace simkit {
 
@@ -9,5 +11,7 @@ CudaStatus cuda_status() {
 }
 
 double initialize_cuda_device(int) { return 0.0; }
+
+DeviceMemory device_memory(int) { throw_not_built(Backend::Cuda); }
 
 }  // namespace simkit

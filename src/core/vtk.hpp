@@ -3,7 +3,7 @@
 // (.pvd) and parallel ImageData (.pvti), and a reader for uncompressed ImageData. The writers'
 // byte formats are fixed (tests and users compare outputs byte for byte); the reader accepts what
 // VTK and ParaView write without compression. Private to the library: engines wrap it in their own
-// file formats (angio: src/angio/io.cpp, src/angio/hybrid_io.cpp).
+// file formats (angio: src/angio/continuous/io.cpp, src/angio/hybrid/io.cpp).
 //
 // Every writer is atomic (temporary file + rename, core/output.hpp). A writer given arrays of the
 // wrong size throws InternalError (a bug in the caller); the reader reports bad files as UserErrors

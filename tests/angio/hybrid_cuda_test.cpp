@@ -7,7 +7,7 @@
 #include <random>
 
 #include "simkit/angio/hybrid.hpp"
-#include "angio/hybrid_detail.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "hybrid_choices.hpp"
 #include "support/test_support.hpp"
 

@@ -17,9 +17,9 @@
 
 #include "simkit/angio/config.hpp"
 #include "simkit/angio/hybrid.hpp"
-#include "angio/hybrid_detail.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "simkit/angio/hybrid_io.hpp"
-#include "angio/hybrid_model.hpp"
+#include "angio/hybrid/model.hpp"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"
 #include "hybrid_choices.hpp"

@@ -9,7 +9,7 @@
 
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/angio/hybrid_io.hpp"
-#include "angio/hybrid_model.hpp"
+#include "angio/hybrid/model.hpp"
 #include "core/rng.hpp"
 #include "support/test_support.hpp"
 

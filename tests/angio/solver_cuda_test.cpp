@@ -13,7 +13,7 @@
 #include <random>
 
 #include "simkit/angio/angio.hpp"
-#include "angio/cuda_tuning.hpp"
+#include "angio/continuous/cuda_tuning.hpp"
 #include "fields.hpp"
 #include "support/test_support.hpp"
 

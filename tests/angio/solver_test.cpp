@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "simkit/angio/angio.hpp"
-#include "angio/cpu_rows.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/cpu_rows.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "fields.hpp"
 #include "support/test_support.hpp"
 

@@ -1,12 +1,14 @@
 #pragma once
 // Files of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): per-realisation metrics, the ensemble table and summary,
 // the network as VTK PolyData, and a quick-look projection. Writers are atomic (core/output.hpp).
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "simkit/angio/hybrid.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio {
 
@@ -43,5 +45,21 @@ Fields<double> hybrid_fields(const HybridProblem& problem, const Realisation& r)
 // each node scaled to at least 2 px and the panel at most ~800 px. Returns the files written.
 std::vector<std::filesystem::path> write_network_png(const std::filesystem::path& dir, const HybridProblem& problem,
                                                      const Realisation& r);
+
+// What a hybrid run records besides its ensemble (result.json).
+struct HybridRunInfo {
+  std::uint64_t seed = 1;        // realisation r ran with seed + r
+  Backend backend = Backend::Cpu;  // the backend that ran (resolved)
+  double seconds = 0;            // compute time of the ensemble
+  bool quicklook = true;         // write network.png
+};
+
+// The run layer of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): writes into
+// `out` (which must exist) metrics/realisation_NNNNN.csv for every realisation (removing those of an
+// earlier, larger ensemble, so that metrics/ matches ensemble.csv), ensemble.csv, network.vtp and
+// fields.vti of realisation 0 (fields in fp32), network.png unless !quicklook, and result.json
+// (ensemble_summary with the problem, the rules and `info`). Returns result.json's content.
+nlohmann::json write_hybrid_outputs(const std::filesystem::path& out, const HybridProblem& problem,
+                                    const std::vector<Realisation>& ensemble, const HybridRunInfo& info);
 
 }  // namespace simkit::angio

@@ -54,10 +54,6 @@ void validate(const Problem& problem);
 // they are not available.
 void check_capacity(const Problem& problem, Backend backend, int device);
 
-namespace detail {
-// MemAvailable from /proc/meminfo in bytes (0 when unknown).
-std::size_t host_available_bytes();
-}  // namespace detail
 
 RunReport run(RunSettings settings, const RunOptions& options);
 

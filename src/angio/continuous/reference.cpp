@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "simkit/angio/angio.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "core/subnormal.hpp"
 
 namespace simkit::angio {

@@ -12,9 +12,10 @@
 #include <set>
 
 #include "simkit/angio/hybrid.hpp"
-#include "angio/hybrid_detail.hpp"
-#include "angio/hybrid_model.hpp"
+#include "angio/hybrid/detail.hpp"
+#include "angio/hybrid/model.hpp"
 #include "simkit/angio/run.hpp"
+#include "simkit/core/memory.hpp"
 #include "core/parallel.hpp"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"
@@ -573,7 +574,7 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
   const double nodes = static_cast<double>(problem.grid.nodes());
   const double per_worker = nodes * 8.0 * (problem.model.taf_diffusion > 0 ? 3.0 : 1.0);
   const double needed = nodes * 24.0 + per_worker * workers;
-  const std::size_t available = detail::host_available_bytes();
+  const std::size_t available = host_available_bytes();
   if (available > 0 && needed > static_cast<double>(available)) {
     throw UserError(
         "grid", fmt::format(" {},{},{}: {} workers need {:.2f} GiB of host memory and {:.2f} GiB are "

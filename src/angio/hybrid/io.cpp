@@ -1,7 +1,9 @@
 // Files of the hybrid model: the metrics and ensemble tables, the ensemble summary, the network as
 // VTK PolyData and a quick-look projection (hybrid_io.hpp).
 #include "simkit/angio/hybrid_io.hpp"
-#include "angio/hybrid_model.hpp"
+#include "simkit/angio/config.hpp"
+#include "simkit/angio/io.hpp"
+#include "angio/hybrid/model.hpp"
 
 #include <fmt/format.h>
 
@@ -280,6 +282,53 @@ Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
     out.c[node] = r.final_c.empty() ? occupied_c(out.c[node], p.dt, p.model.taf_uptake, m) : r.final_c[node];
   }
   return out;
+}
+
+nlohmann::json write_hybrid_outputs(const fs::path& out, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+                                    const HybridRunInfo& info) {
+  if (ensemble.empty()) throw InternalError("write_hybrid_outputs: no realisation");
+  // Metrics of an earlier, larger ensemble in the same directory go, so that metrics/ matches
+  // ensemble.csv.
+  ensure_output_directory(out / "metrics");
+  for (const auto& entry : fs::directory_iterator(out / "metrics")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("realisation_", 0) == 0 && entry.path().extension() == ".csv") fs::remove(entry.path());
+  }
+  for (std::size_t r = 0; r < ensemble.size(); ++r)
+    write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
+  write_ensemble_csv(out / "ensemble.csv", ensemble);
+  write_network_vtp(out / "network.vtp", p, ensemble.front());
+  {
+    // n (the network), f and c of realisation 0 at its end, in fp32 (for ParaView; 12 bytes a node).
+    const Fields<double> u = hybrid_fields(p, ensemble.front());
+    Fields<float> u32;
+    u32.n.assign(u.n.begin(), u.n.end());
+    u32.f.assign(u.f.begin(), u.f.end());
+    u32.c.assign(u.c.begin(), u.c.end());
+    write_vti(out / "fields.vti", p.grid, u32);
+  }
+  if (info.quicklook) write_network_png(out, p, ensemble.front());
+  nlohmann::json result = ensemble_summary(ensemble);
+  result["model"] = "hybrid";
+  result["grid"] = {p.grid.nx, p.grid.ny, p.grid.nz};
+  result["h"] = p.grid.h;
+  result["dt"] = p.dt;
+  result["seed"] = info.seed;
+  result["replicates"] = ensemble.size();
+  result["backend"] = std::string(to_string(info.backend));
+  result["seconds"] = info.seconds;
+  result["rules"] = {{"anastomosis", anastomosis_name(p.hybrid)},
+                     {"fork", p.hybrid.fork_passes ? "pass" : "fuse"},
+                     {"uptake", uptake_name(p.hybrid.uptake)},
+                     {"sensitivity", sensitivity_name(p.model.sensitivity)},
+                     {"branch_probability", p.hybrid.branch_always ? "one" : "table"},
+                     {"branch_density", p.hybrid.branch_density},
+                     {"daughter", daughter_name(p.hybrid.daughter)},
+                     {"back_steps", p.hybrid.back_steps},
+                     {"weights", weights_name(p.hybrid.weights)},
+                     {"psi", p.hybrid.psi}};
+  write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  return result;
 }
 
 }  // namespace simkit::angio

@@ -1,11 +1,11 @@
 // One instruction-set build of the cpu backend's row update (cpu_rows.hpp): CMake compiles this
 // file once per namespace SIMKIT_ANGIO_ISA (generic, avx2, avx512) with that set's flags.
-#include "angio/cpu_rows.hpp"
+#include "angio/continuous/cpu_rows.hpp"
 
 #include <cstdint>
 #include <vector>
 
-#include "angio/kernels.hpp"
+#include "angio/continuous/kernels.hpp"
 
 #ifdef SIMKIT_ANGIO_X86
 #include <immintrin.h>

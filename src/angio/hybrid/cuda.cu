@@ -1,7 +1,7 @@
 // The hybrid model's cuda backend: an ensemble of realisations, one warp each.
 //
 // With D_c = 0, c and f at a node are closed forms of how long it has been occupied
-// (hybrid_model.hpp), so a realisation's whole state is its tips and its occupied nodes: a small
+// (hybrid/model.hpp), so a realisation's whole state is its tips and its occupied nodes: a small
 // open-addressing hash table (node -> step it was occupied in), a tip table and a segment log.
 // The initial fields are read from one shared copy and the whole ensemble runs in one launch.
 // With D_c > 0 each realisation has its own c field (two buffers, by step parity) and a dense
@@ -20,8 +20,8 @@
 #include <limits>
 #include <string>
 
-#include "angio/hybrid_cuda.hpp"
-#include "angio/hybrid_model.hpp"
+#include "angio/hybrid/cuda.hpp"
+#include "angio/hybrid/model.hpp"
 #include "core/cuda_check.cuh"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"

@@ -40,7 +40,7 @@ struct Capacity {
   std::int64_t tips = 1 << 12;
   bool row_copies = false;  // tests: download each realisation's log on its own (the large-log path)
 };
-struct Timing;  // hybrid_cuda.hpp
+struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& capacity, Timing* timing = nullptr);
 }  // namespace hybrid_cuda

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "simkit/angio/angio.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::angio {

@@ -1,6 +1,6 @@
 // Built without CUDA: the cuda backend says so (resolve_backend already refuses it first).
-#include "angio/cuda_tuning.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/cuda_tuning.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "simkit/core/backend.hpp"
 
 namespace simkit::angio::detail::cuda {
@@ -17,7 +17,6 @@ template <class T>
 std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int) {
   no_cuda();
 }
-std::size_t free_memory(int) { no_cuda(); }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);

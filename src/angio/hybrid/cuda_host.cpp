@@ -1,4 +1,4 @@
-// The hybrid model's cuda backend, host side: runs the ensemble kernel (hybrid_cuda.cu), runs again
+// The hybrid model's cuda backend, host side: runs the ensemble kernel (cuda.cu), runs again
 // with four times the capacity any realisation that outgrew its buffers, and rebuilds each
 // realisation from its segment log with the reference's own builder.
 #include <fmt/format.h>
@@ -8,8 +8,8 @@
 #include <exception>
 #include <limits>
 
-#include "angio/hybrid_cuda.hpp"
-#include "angio/hybrid_detail.hpp"
+#include "angio/hybrid/cuda.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "core/parallel.hpp"
 #include "simkit/angio/run.hpp"
 #include "simkit/core/error.hpp"

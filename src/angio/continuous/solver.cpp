@@ -7,8 +7,9 @@
 #include <sstream>
 #include <string>
 
-#include "angio/kernels.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "simkit/angio/run.hpp"
+#include "simkit/core/memory.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::angio {
@@ -61,28 +62,8 @@ void validate(const Problem& p) {
   if (ip.sine_frequency < 0) throw UserError(fmt::format("initial: m = {}: must be >= 0", ip.sine_frequency));
 }
 
-namespace detail {
-
-// MemAvailable from /proc/meminfo in bytes (0 when unknown: then the check is skipped).
-std::size_t host_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream fields(line.substr(13));
-      std::size_t kb = 0;
-      fields >> kb;
-      return kb * 1024;
-    }
-  }
-  return 0;
-}
-
-}  // namespace detail
 
 namespace {
-
-using detail::host_available_bytes;
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
@@ -111,7 +92,7 @@ void check_capacity(const Problem& p, Backend backend, int device) {
                                   p.grid.ny, p.grid.nz, 8 * 65535));
     }
     const double device_bytes = nodes * value * 6.0 + 64.0 * 1024 * 1024;
-    const std::size_t free = detail::cuda::free_memory(device);
+    const std::size_t free = device_memory(device).free;
     if (device_bytes > static_cast<double>(free)) {
       throw DeviceMemoryError("grid", fmt::format(" {},{},{}: the run needs {} of GPU memory and device {} has {} free",
                                   p.grid.nx, p.grid.ny, p.grid.nz, gib(device_bytes), device,

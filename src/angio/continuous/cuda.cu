@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
-#include "angio/cuda_tuning.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/cuda_tuning.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "core/cuda_check.cuh"
 #include "simkit/core/cuda_info.hpp"
 
@@ -482,13 +482,6 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   tuning.chunk = 35;
   if (std::is_same_v<T, double>) tuning.blocks = problem.form == Form::Flux ? 3 : 4;
   return make<T>(problem, initial, device, tuning);
-}
-
-std::size_t free_memory(int device) {
-  DeviceGuard guard(device);
-  std::size_t free = 0, total = 0;
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  return free;
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);

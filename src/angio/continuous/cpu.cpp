@@ -10,8 +10,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "angio/cpu_rows.hpp"
-#include "angio/kernels.hpp"
+#include "angio/continuous/cpu_rows.hpp"
+#include "angio/continuous/kernels.hpp"
 #include "core/subnormal.hpp"
 
 namespace simkit::angio::detail::cpu {

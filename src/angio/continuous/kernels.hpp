@@ -120,8 +120,6 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 namespace cuda {
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device);
-// Free device memory in bytes (for the capacity check before any work).
-std::size_t free_memory(int device);
 }  // namespace cuda
 
 }  // namespace simkit::angio::detail

@@ -1,7 +1,7 @@
 #pragma once
 // The hybrid model's GPU kernel behind a narrow interface of plain arrays (no std::vector of the
 // model's own types: nvcc 12's front end cannot instantiate those with GCC 12's C++20 library).
-// hybrid_cuda_host.cpp builds the realisations from what it returns.
+// cuda_host.cpp builds the realisations from what it returns.
 #include <cstdint>
 #include <functional>
 #include <vector>

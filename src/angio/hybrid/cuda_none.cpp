@@ -1,5 +1,5 @@
 // Built without CUDA: the hybrid model's cuda backend says so.
-#include "angio/hybrid_detail.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "simkit/core/backend.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
