@@ -187,7 +187,8 @@ int run_angio(AngioArgs& a) {
   }
   const std::string model = a.model.empty() ? cfg.model.value_or("continuous") : a.model;
   if (model == "hybrid") {
-    if (!a.common.quiet && !a.common.json)
+    // The note is for the flag only: a config file with model = "hybrid" is as good a way as any.
+    if (a.model == "hybrid" && !a.common.quiet && !a.common.json)
       fmt::print(stderr, "simkit: note: `simkit angio hybrid` runs the hybrid model (`angio run --model hybrid` is the same)\n");
     return run_hybrid(a, cfg);
   }

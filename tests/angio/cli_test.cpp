@@ -399,6 +399,20 @@ TEST(AngioCli, HybridSubcommandEqualsRunModelHybrid) {
   EXPECT_TRUE(contains(r.err, "simkit angio hybrid")) << "the note: " << r.err;
   EXPECT_EQ(slurp(tmp / "hybrid" / "ensemble.csv"), slurp(tmp / "run" / "ensemble.csv"));
   EXPECT_EQ(slurp(tmp / "hybrid" / "network.vtp"), slurp(tmp / "run" / "network.vtp"));
+  // model = "hybrid" from a config file is no old spelling: no note. The summary names the command.
+  const fs::path hybrid_toml = tmp.write("hybrid.toml", "model = \"hybrid\"\n");
+  std::vector<std::string> from_config = {"angio", "run", "--config", hybrid_toml.string(), "--out",
+                                          (tmp / "config").string()};
+  from_config.insert(from_config.end(), problem.begin(), problem.end());
+  r = run_simkit(from_config);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(tmp / "hybrid" / "ensemble.csv"), slurp(tmp / "config" / "ensemble.csv"));
+  std::vector<std::string> summary = {"angio", "hybrid", "--out", (tmp / "summary").string(), "--json"};
+  summary.insert(summary.end(), problem.begin(), problem.end());
+  r = run_simkit(summary);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "\"command\":\"simkit angio hybrid\"")) << r.out;
 
   std::vector<std::string> steps = hybrid;
   steps[3] = (tmp / "steps").string();

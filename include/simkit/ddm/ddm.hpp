@@ -73,14 +73,13 @@ struct Match {
 // from one thread at a time.
 using MatchSink = std::function<void(const Match* pairs, std::size_t count)>;
 
-struct MatchOptions {
+// The engine's options are the common RunOptions (backend, device, threads; the seed is unused:
+// matching draws no random numbers) plus what matching adds.
+struct MatchOptions : RunOptions {
   Rule rule = Rule::Ieee1516;
   Algorithm algorithm = Algorithm::Auto;  // Auto: the backend's default (reference: brute force,
                                           // cpu: parallel, cuda: gpu)
-  Backend backend = Backend::Auto;
-  int device = 0;
-  int threads = 0;                     // cpu: 0 = all
-  std::size_t chunk_pairs = 1u << 22;  // pairs per sink call (and per device chunk)
+  std::size_t chunk_pairs = 1u << 22;     // pairs per sink call (and per device chunk)
 };
 
 // What ran and how long it took (seconds of matching, after the regions are in place).

@@ -2,7 +2,7 @@
 // planes, keeping the column's own n, f, c at l-1, l, l+1 in registers, so each value comes from
 // DRAM about once per step (in-plane neighbours hit L1/L2). Every node runs update_node (model.hpp),
 // the same code and operand order as reference; with --fmad=false the fields are bitwise equal to
-// reference's (tests/angio/solver_cuda_test.cu checks it). Series reductions are fused into the
+// reference's (tests/angio/solver_cuda_test.cpp checks it). Series reductions are fused into the
 // step that produces the state: per-block partials, then one block combines them in fixed order.
 #include <cuda_runtime.h>
 
