@@ -23,6 +23,7 @@
 #include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "core/input.hpp"
+#include "core/json_reader.hpp"
 #include "core/output.hpp"
 #include "core/svg.hpp"
 #include "core/text.hpp"
@@ -130,94 +131,9 @@ void check_finite(const std::string& file, const Grid& grid, const std::vector<d
 // ---------------------------------------------------------------------------------------------
 // Problem JSON.
 
-const char* form_name(Form form) { return form == Form::Flux ? "flux" : "expanded"; }
-const char* precision_name(Precision p) { return p == Precision::Fp64 ? "fp64" : "fp32"; }
-const char* taf_name(InitialTaf taf) { return taf == InitialTaf::Tumour ? "tumour" : "linear"; }
-
-class JsonReader {
- public:
-  explicit JsonReader(std::string source) : source_(std::move(source)) {}
-
-  using Handler = std::function<void(const json&, const std::string&)>;
-
-  // Calls the handler of every key of the object at `path`; unknown keys are errors.
-  void object(const json& j, const std::string& path,
-              const std::vector<std::pair<std::string, Handler>>& handlers) const {
-    if (!j.is_object()) throw fail(path, expected("an object", j));
-    for (auto item = j.begin(); item != j.end(); ++item) {
-      const std::string& key = item.key();
-      const json& value = item.value();
-      const std::string where = path.empty() ? key : path + "." + key;
-      const auto it = std::find_if(handlers.begin(), handlers.end(), [&](const auto& h) { return h.first == key; });
-      if (it == handlers.end()) {
-        std::vector<std::string> known;
-        for (const auto& h : handlers) known.push_back(h.first);
-        throw fail(where, fmt::format("unknown key (expected one of: {})", fmt::join(known, ", ")));
-      }
-      it->second(value, where);
-    }
-  }
-
-  double number(const json& j, const std::string& where) const {
-    if (!j.is_number()) throw fail(where, expected("a number", j));
-    return j.get<double>();
-  }
-
-  std::int64_t int64(const json& j, const std::string& where) const {
-    if (j.is_number_unsigned()) {
-      const auto v = j.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-        throw fail(where, fmt::format("{} is too large (at most 2^63 - 1)", v));
-      }
-      return static_cast<std::int64_t>(v);
-    }
-    if (!j.is_number_integer()) throw fail(where, expected("an integer", j));
-    return j.get<std::int64_t>();
-  }
-
-  std::uint64_t uint64(const json& j, const std::string& where) const {
-    if (j.is_number_unsigned()) return j.get<std::uint64_t>();
-    if (j.is_number_integer()) throw fail(where, fmt::format("must be >= 0, got {}", j.dump()));
-    throw fail(where, expected("a non-negative integer", j));
-  }
-
-  int integer(const json& j, const std::string& where) const {
-    const std::int64_t v = int64(j, where);
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-      throw fail(where, fmt::format("{} does not fit a 32-bit integer", v));
-    }
-    return static_cast<int>(v);
-  }
-
-  std::string string(const json& j, const std::string& where) const {
-    if (!j.is_string()) throw fail(where, expected("a string", j));
-    return j.get<std::string>();
-  }
-
-  template <class E>
-  E choice(const json& j, const std::string& where, std::initializer_list<std::pair<const char*, E>> options) const {
-    const std::string s = string(j, where);
-    std::vector<std::string> names;
-    for (const auto& [name, value] : options) {
-      if (s == name) return value;
-      names.push_back(fmt::format("\"{}\"", name));
-    }
-    throw fail(where, fmt::format("expected one of {}, got \"{}\"", fmt::join(names, ", "), s));
-  }
-
-  UserError fail(const std::string& where, const std::string& problem) const {
-    return input_error(source_, 0, where, problem);
-  }
-
- private:
-  static std::string expected(std::string_view what, const json& j) {
-    std::string text = j.dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return fmt::format("expected {}, got {} {}", what, j.type_name(), text);
-  }
-
-  std::string source_;
-};
+const char* form_name(Form form) { return name_of(kFormNames, form).data(); }
+const char* precision_name(Precision p) { return name_of(kPrecisionNames, p).data(); }
+const char* taf_name(InitialTaf taf) { return name_of(kTafNames, taf).data(); }
 
 // ---------------------------------------------------------------------------------------------
 // Checkpoints.
@@ -514,27 +430,25 @@ Problem problem_from_json(const json& j, const std::string& source) {
                std::vector<std::pair<std::string, JsonReader::Handler>> keys;
                for (const ModelParamField& field : kModelParamFields) keys.emplace_back(field.name, num(m.*field.member));
                keys.emplace_back("sensitivity", [&](const json& s, const std::string& at) {
-                 m.sensitivity = r.choice<Sensitivity>(
-                     s, at, {{"receptor", Sensitivity::Receptor}, {"constant", Sensitivity::Constant}});
+                 m.sensitivity = r.choice(s, at, kSensitivityNames);
                });
                r.object(v, where, keys);
              }},
             {"dt", num(p.dt)},
             {"form",
              [&](const json& v, const std::string& where) {
-               p.form = r.choice<Form>(v, where, {{"expanded", Form::Expanded}, {"flux", Form::Flux}});
+               p.form = r.choice(v, where, kFormNames);
              }},
             {"precision",
              [&](const json& v, const std::string& where) {
-               p.precision = r.choice<Precision>(v, where, {{"fp32", Precision::Fp32}, {"fp64", Precision::Fp64}});
+               p.precision = r.choice(v, where, kPrecisionNames);
              }},
             {"initial",
              [&](const json& v, const std::string& where) {
                r.object(v, where,
                         {{"taf",
                           [&](const json& t, const std::string& w) {
-                            p.initial.taf = r.choice<InitialTaf>(
-                                t, w, {{"linear", InitialTaf::Linear}, {"tumour", InitialTaf::Tumour}});
+                            p.initial.taf = r.choice(t, w, kTafNames);
                           }},
                          {"eps1", num(p.initial.eps1)},
                          {"eps2", num(p.initial.eps2)},
@@ -664,7 +578,7 @@ Checkpoint read_checkpoint(const fs::path& path) {
   cp.seed = r.uint64(field("seed"), "seed");
   if (const auto it = header.find("run"); it != header.end() && it->is_object()) cp.run = *it;
   const Precision precision =
-      r.choice<Precision>(field("precision"), "precision", {{"fp32", Precision::Fp32}, {"fp64", Precision::Fp64}});
+      r.choice(field("precision"), "precision", kPrecisionNames);
   const std::uint64_t nodes = r.uint64(field("nodes"), "nodes");
   const std::string checksum = r.string(field("checksum"), "checksum");
   const Grid& g = cp.problem.grid;
