@@ -15,6 +15,7 @@
 
 #include "core/text.hpp"
 #include "simkit/core/error.hpp"
+#include "support/test_support.hpp"
 
 namespace simkit::text {
 namespace {
@@ -240,17 +241,6 @@ TEST(Parse, NanAndInfinityAreNumbersOfFloatingTypesOnly) {
 
 // ---- parse_field: the message names file, line and field ----
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return {};
-}
-
 TEST(ParseField, ReturnsTheValue) {
   EXPECT_EQ(parse_field<double>("2.5", "h.txt", 3, "value"), 2.5);
   EXPECT_EQ(parse_field<std::uint64_t>("+7", "h.txt", 3, "count"), 7u);
@@ -258,22 +248,22 @@ TEST(ParseField, ReturnsTheValue) {
 }
 
 TEST(ParseField, MessagesNameFileLineFieldAndTheProblem) {
-  EXPECT_EQ(error_of([] { (void)parse_field<double>("1x", "h.txt", 3, "value"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<double>("1x", "h.txt", 3, "value"); }),
             "h.txt:3: field 'value': expected a number, got '1x'");
-  EXPECT_EQ(error_of([] { (void)parse_field<double>("", "h.txt", 3, "value"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<double>("", "h.txt", 3, "value"); }),
             "h.txt:3: field 'value': empty; expected a number");
-  EXPECT_EQ(error_of([] { (void)parse_field<double>("1e400", "h.txt", 3, "value"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<double>("1e400", "h.txt", 3, "value"); }),
             "h.txt:3: field 'value': out of the range of a double, got '1e400'");
-  EXPECT_EQ(error_of([] { (void)parse_field<std::uint64_t>("-2", "t.txt", 9, "count"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<std::uint64_t>("-2", "t.txt", 9, "count"); }),
             "t.txt:9: field 'count': expected a non-negative integer, got '-2'");
-  EXPECT_EQ(error_of([] { (void)parse_field<std::uint32_t>("4294967296", "t.txt", 9, "n"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<std::uint32_t>("4294967296", "t.txt", 9, "n"); }),
             "t.txt:9: field 'n': out of range (at most 4294967295), got '4294967296'");
-  EXPECT_EQ(error_of([] { (void)parse_field<std::int64_t>("1.5", "series.csv", 2, "step"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<std::int64_t>("1.5", "series.csv", 2, "step"); }),
             "series.csv:2: field 'step': expected an integer, got '1.5'");
-  EXPECT_EQ(error_of([] { (void)parse_field<int>("-2147483649", "a.txt", 1, "k"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<int>("-2147483649", "a.txt", 1, "k"); }),
             "a.txt:1: field 'k': out of range (-2147483648 to 2147483647), got '-2147483649'");
   // Line 0: the file as a whole (input_error leaves the line out).
-  EXPECT_EQ(error_of([] { (void)parse_field<double>("x", "a.txt", 0, "k"); }),
+  EXPECT_EQ(simkit::test::user_error([] { (void)parse_field<double>("x", "a.txt", 0, "k"); }),
             "a.txt: field 'k': expected a number, got 'x'");
 }
 
@@ -285,7 +275,7 @@ TEST(ParseField, FromALine) {
   const auto fields = split(line->text, Separator::Whitespace);
   ASSERT_EQ(fields.size(), 2u);
   EXPECT_EQ(parse_field<double>(fields[0], *line, "value"), 1.0);
-  EXPECT_EQ(error_of([&] { (void)parse_field<std::uint64_t>(fields[1], *line, "count"); }),
+  EXPECT_EQ(simkit::test::user_error([&] { (void)parse_field<std::uint64_t>(fields[1], *line, "count"); }),
             "h0.txt:3: field 'count': expected a non-negative integer, got 'abc'");
 }
 

@@ -22,6 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using simkit::test::slurp;
+using simkit::test::base64;
+using simkit::test::raw_bytes;
 using simkit::test::user_error;
 
 template <class T>
@@ -39,31 +41,6 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-std::string base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (std::size_t i = 0; i < bytes.size(); i += 3) {
-    std::uint32_t v = static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i])) << 16;
-    if (i + 1 < bytes.size()) v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i + 1])) << 8;
-    if (i + 2 < bytes.size()) v |= static_cast<std::uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
-
-template <class T>
-std::string raw_bytes(const T& value) {
-  return std::string(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-template <class T>
-std::string raw_bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
 
 // A 2x2x2 image around `point_data` (DataArray elements) and an optional appended section; the
 // <ImageData> element is on line 4.

@@ -17,18 +17,6 @@ namespace {
 
 using simkit::test::TempDir;
 
-// The message of the UserError that `f` throws, or a failure when it throws none.
-template <class F>
-std::string user_error_message(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return {};
-}
-
 // Checks that the message names "FILE:LINE:" and "field 'FIELD'" and contains `fragment`.
 void expect_error(const std::string& message, const std::string& file, int line, const std::string& field,
                   const std::string& fragment) {
@@ -41,19 +29,19 @@ void expect_error(const std::string& message, const std::string& file, int line,
 std::string histogram_error(const std::string& name, const std::string& content) {
   TempDir dir;
   const auto path = dir.write(name, content);
-  return user_error_message([&] { (void)read_histogram(path); });
+  return simkit::test::user_error([&] { (void)read_histogram(path); });
 }
 
 std::string toml_error(const std::string& content) {
   TempDir dir;
   const auto path = dir.write("model.toml", content);
-  return user_error_message([&] { (void)read_model_toml(path); });
+  return simkit::test::user_error([&] { (void)read_model_toml(path); });
 }
 
 std::string types_error(const std::string& content) {
   TempDir dir;
   const auto path = dir.write("types.txt", content);
-  return user_error_message([&] { (void)read_types_file(path); });
+  return simkit::test::user_error([&] { (void)read_types_file(path); });
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -151,7 +139,7 @@ TEST(ReadHistogram, TotalOverflowIsAnError) {
 
 TEST(ReadHistogram, MissingFileIsAUserError) {
   TempDir dir;
-  const auto message = user_error_message([&] { (void)read_histogram(dir / "nope.txt"); });
+  const auto message = simkit::test::user_error([&] { (void)read_histogram(dir / "nope.txt"); });
   EXPECT_NE(message.find("nope.txt"), std::string::npos) << message;
   EXPECT_NE(message.find("cannot open"), std::string::npos) << message;
 }
@@ -407,7 +395,7 @@ TEST(ReadTypesFile, BadLines) {
 TEST(StartModeAndNames, ParseAndPrint) {
   EXPECT_EQ(parse_start_mode("sync", "--start"), StartMode::Sync);
   EXPECT_EQ(parse_start_mode("procell-async", "--start"), StartMode::ProcellAsync);
-  const auto message = user_error_message([] { (void)parse_start_mode("async", "--start"); });
+  const auto message = simkit::test::user_error([] { (void)parse_start_mode("async", "--start"); });
   EXPECT_NE(message.find("--start"), std::string::npos) << message;
   EXPECT_NE(message.find("'async'"), std::string::npos) << message;
   EXPECT_EQ(to_string(StartMode::Sync), "sync");
@@ -430,7 +418,7 @@ Model good_model() {
 }
 
 std::string validate_error(const Model& m) {
-  return user_error_message([&] { validate(m, "cli"); });
+  return simkit::test::user_error([&] { validate(m, "cli"); });
 }
 
 void expect_validate_error(const Model& m, const std::string& field, const std::string& fragment) {
@@ -530,7 +518,7 @@ TEST(InitialHistogramTotal, SumsAndDetectsOverflow) {
   h.counts = {5, 7};
   EXPECT_EQ(h.total_cells(), 12u);
   h.counts = {std::numeric_limits<std::uint64_t>::max(), 1};
-  const auto message = user_error_message([&] { (void)h.total_cells(); });
+  const auto message = simkit::test::user_error([&] { (void)h.total_cells(); });
   EXPECT_NE(message.find("h0.txt"), std::string::npos) << message;
   EXPECT_NE(message.find("field 'count'"), std::string::npos) << message;
 }
