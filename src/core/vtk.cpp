@@ -184,13 +184,6 @@ void check_cells(const Cells& cells, std::size_t points, std::string_view elemen
 using text::is_space;
 using text::trim;
 
-std::vector<std::string_view> split_whitespace(std::string_view content) {
-  return text::split(content, text::Separator::Whitespace);
-}
-
-// The whole token must be a number ("nan" and "inf" included: callers decide about them).
-std::optional<double> parse_double(std::string_view token) { return text::parse<double>(token); }
-
 // An integer of any of VTK's integer types: read as the widest type of its signedness, then
 // range-checked (text::parse reads only the types std::from_chars and the engines use).
 template <class Int>
@@ -643,7 +636,7 @@ struct ImageDataReader::Impl {
           throw error_at(tag->begin, "", "more than one <Piece> (a partitioned image is not supported: save it whole)");
         }
         const std::string* extent = tag->attribute("Extent");
-        if (extent != nullptr && split_whitespace(*extent) != split_whitespace(whole_extent)) {
+        if (extent != nullptr && text::split(*extent, text::Separator::Whitespace) != text::split(whole_extent, text::Separator::Whitespace)) {
           throw error_at(tag->begin, "Extent",
                          fmt::format("the Piece covers '{}' but WholeExtent is '{}' (save the whole image)", *extent,
                                      whole_extent));
@@ -688,18 +681,18 @@ struct ImageDataReader::Impl {
   // Three numbers of attribute `key` of <ImageData> (`fallback` when absent).
   std::array<double, 3> read_triple(const XmlTag& tag, std::string_view key, std::array<double, 3> fallback,
                                     bool positive) const {
-    const std::string* text = tag.attribute(key);
-    if (text == nullptr) return fallback;
-    const auto tokens = split_whitespace(*text);
+    const std::string* value = tag.attribute(key);
+    if (value == nullptr) return fallback;
+    const auto tokens = text::split(*value, text::Separator::Whitespace);
     bool ok = tokens.size() == 3;
     for (std::size_t k = 0; ok && k < 3; ++k) {
-      const auto v = parse_double(tokens[k]);
+      const auto v = text::parse<double>(tokens[k]);
       ok = v && std::isfinite(*v) && (!positive || *v > 0);
       if (ok) fallback[k] = *v;
     }
     if (!ok) {
       throw error_at(tag.begin, key,
-                     fmt::format("expected three {}numbers, got '{}'", positive ? "positive " : "", *text));
+                     fmt::format("expected three {}numbers, got '{}'", positive ? "positive " : "", *value));
     }
     return fallback;
   }
@@ -709,7 +702,7 @@ struct ImageDataReader::Impl {
     info.attributes = tag.attributes;
     const std::string* extent = tag.attribute("WholeExtent");
     if (extent == nullptr) throw error_at(tag.begin, "WholeExtent", "missing from <ImageData>");
-    const auto tokens = split_whitespace(*extent);
+    const auto tokens = text::split(*extent, text::Separator::Whitespace);
     std::array<long long, 6> e{};
     bool ok = tokens.size() == 6;
     for (std::size_t k = 0; ok && k < 6; ++k) {
@@ -859,7 +852,7 @@ struct ImageDataReader::Impl {
 
   template <class T>
   std::vector<T> decode_ascii(const ArrayInfo& a, const Raw& r, int components, std::size_t count) const {
-    const auto tokens = split_whitespace(r.inline_text);
+    const auto tokens = text::split(r.inline_text, text::Separator::Whitespace);
     if (tokens.size() != count) {
       const std::string per_node =
           components == 1 ? std::string("the") : fmt::format("{} components at each of the", components);
@@ -875,7 +868,7 @@ struct ImageDataReader::Impl {
       };
       if constexpr (std::is_floating_point_v<T>) {
         // Float32 text is rounded to float, as VTK stores it.
-        const auto v = parse_double(tokens[k]);
+        const auto v = text::parse<double>(tokens[k]);
         if (!v) throw bad("a number");
         values[k] = static_cast<T>(*v);
       } else {

@@ -131,17 +131,8 @@ TEST(AngioIo, ReadsBase64AppendedAndInlineBinaryVti) {
   const std::vector<float> n = {1, 2, 3, 4, 5, 6, 7, 8.25f};
   const std::vector<float> f = {0.5f, 0.25f, 0, -1, 1e-7f, 3, 2, 1};
   const std::vector<double> c = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
-  // As VTK writes it: the UInt32 byte count and the data encoded separately, each padded.
-  const std::string n_text = base64(raw_bytes(std::uint32_t{32})) + base64(raw_bytes(n));
-  const std::string f_text = base64(raw_bytes(std::uint32_t{32})) + base64(raw_bytes(f));
-  const std::string points = fmt::format(
-      "        <DataArray type=\"Float32\" Name=\"n\" format=\"appended\" offset=\"0\"/>\n"
-      "        <DataArray type=\"Float32\" Name=\"f\" format=\"appended\" offset=\"{}\"/>\n"
-      "        <DataArray type=\"Float64\" Name=\"c\" format=\"binary\">\n          {}\n        </DataArray>\n",
-      n_text.size(), base64(raw_bytes(std::uint32_t{64}) + raw_bytes(c)));  // header and data encoded together
-  const auto path = dir.write(
-      "b64.vti", vti("byte_order=\"LittleEndian\"", kImage, points,
-                     "  <AppendedData encoding=\"base64\">\n   _" + n_text + f_text + "\n  </AppendedData>\n"));
+  const test::Base64PointData data = test::base64_point_data(n, f, c);
+  const auto path = dir.write("b64.vti", vti("byte_order=\"LittleEndian\"", kImage, data.points, data.appended));
   const LoadedFields loaded = read_vti(path);
   EXPECT_EQ(loaded.fields.n, std::vector<double>(n.begin(), n.end()));
   EXPECT_EQ(loaded.fields.f, std::vector<double>(f.begin(), f.end()));

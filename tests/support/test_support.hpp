@@ -79,6 +79,30 @@ std::string raw_bytes(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
+// The point data of a 2x2x2 image as VTK writes binary arrays: n and f (Float32) appended in base64,
+// each as its UInt32 byte count and its data encoded separately; c (Float64) inline, count and data
+// encoded together. `points` goes inside <PointData>, `appended` after </ImageData>.
+struct Base64PointData {
+  std::string points, appended;
+};
+inline Base64PointData base64_point_data(const std::vector<float>& n, const std::vector<float>& f,
+                                         const std::vector<double>& c) {
+  const std::string n_text = base64(raw_bytes(static_cast<std::uint32_t>(n.size() * sizeof(float)))) +
+                             base64(raw_bytes(n));
+  const std::string f_text = base64(raw_bytes(static_cast<std::uint32_t>(f.size() * sizeof(float)))) +
+                             base64(raw_bytes(f));
+  Base64PointData d;
+  d.points = "        <DataArray type=\"Float32\" Name=\"n\" format=\"appended\" offset=\"0\"/>\n"
+             "        <DataArray type=\"Float32\" Name=\"f\" format=\"appended\" offset=\"" +
+             std::to_string(n_text.size()) +
+             "\"/>\n"
+             "        <DataArray type=\"Float64\" Name=\"c\" format=\"binary\">\n          " +
+             base64(raw_bytes(static_cast<std::uint32_t>(c.size() * sizeof(double))) + raw_bytes(c)) +
+             "\n        </DataArray>\n";
+  d.appended = "  <AppendedData encoding=\"base64\">\n   _" + n_text + f_text + "\n  </AppendedData>\n";
+  return d;
+}
+
 // The message of the UserError that `f` throws ("" and a test failure if it throws none, or
 // throws another exception).
 template <class F>

@@ -68,14 +68,6 @@ std::string exact(double x) { return fmt::format("{:.17g}", x); }
 
 using text::trim;
 
-// The whole token must be a number ("nan" and "inf" included: callers decide about them).
-std::optional<double> parse_double(std::string_view token) { return text::parse<double>(token); }
-
-template <class Int>
-std::optional<Int> parse_integer(std::string_view token) {
-  return text::parse<Int>(token);
-}
-
 // ---------------------------------------------------------------------------------------------
 // VTK XML ImageData reader: core/vtk.hpp reads the file; angio maps its point arrays n, f and c
 // to the fields and checks what the model needs.
@@ -357,12 +349,12 @@ std::vector<SeriesRow> read_series_csv(const fs::path& path) {
       throw input_error(file, line_number, "", fmt::format("expected 11 comma-separated values, got {}", cells.size()));
     }
     SeriesRow row;
-    const auto step = parse_integer<std::int64_t>(cells[0]);
+    const auto step = text::parse<std::int64_t>(cells[0]);
     if (!step) throw input_error(file, line_number, "step", fmt::format("expected an integer, got '{}'", cells[0]));
     row.step = *step;
     double values[10];
     for (int k = 0; k < 10; ++k) {
-      const auto v = parse_double(cells[k + 1]);
+      const auto v = text::parse<double>(cells[k + 1]);
       if (!v) {
         throw input_error(file, line_number, kSeriesColumns[k + 1],
                           fmt::format("expected a number, got '{}'", cells[k + 1]));
@@ -549,7 +541,7 @@ Checkpoint read_checkpoint(const fs::path& path) {
     if (size == start.size()) throw input_error(file, 0, "", "truncated checkpoint: the header is incomplete");
     throw corrupt("no header length line");
   }
-  const auto header_length = parse_integer<std::uint64_t>(after_magic.substr(0, newline));
+  const auto header_length = text::parse<std::uint64_t>(after_magic.substr(0, newline));
   if (!header_length || *header_length == 0 || *header_length > kMaxCheckpointHeader) {
     throw corrupt(fmt::format("bad header length '{}'", after_magic.substr(0, newline)));
   }
