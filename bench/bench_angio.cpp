@@ -156,8 +156,9 @@ BENCHMARK(BM_ThreeFieldCopy)
 
 // Args: backend (1 reference, 2 cpu, 3 cuda), precision (0 fp32, 1 fp64), grid (0, 1, 2),
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
-// (cuda: the block's tile is tile by 256 / tile nodes), kernel (cuda: 0 marching or naive, 1 two
-// steps per pass, 2 marching without the flux form's z-face carry), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
+// (cuda: the block's tile is tile by 256 / tile nodes; with kernel 3 the planes in flight), kernel
+// (cuda: 0 marching or naive, 1 two steps per pass, 2 marching without the flux form's z-face
+// carry, 3 staged), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -180,6 +181,7 @@ void run_case(benchmark::State& state) {
     tuning.naive = state.range(5) != 0;
     tuning.tile_x = static_cast<int>(state.range(7));
     tuning.pair = state.range(8) == 1;
+    if (state.range(8) == 3) tuning.staged = static_cast<int>(state.range(7));
     tuning.carry = state.range(8) != 2;
     tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
@@ -216,6 +218,12 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   b->Args({3, 0, 0, 0, 35, 0, 0, 64, 0, 0});   // marching, 64 x 4 tiles
   b->Args({3, 0, 0, 0, 35, 0, 0, 32, 1, 0});   // two steps per pass
   b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0, 0});    // naive kernel
+  for (int ahead : {2, 4}) {
+    for (int blocks : {0, 6}) {
+      b->Args({3, 0, 0, 0, 35, 0, 0, ahead, 3, blocks});  // staged: planes in flight, blocks a SM
+      b->Args({3, 0, 0, 1, 35, 0, 0, ahead, 3, blocks});  // flux, staged
+    }
+  }
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});   // series every call (10 steps)
   for (int chunk : {8, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 32, 0, 0});  // flux form
   b->Args({3, 0, 0, 1, 35, 0, 0, 32, 2, 0});   // flux form, every z face evaluated twice
@@ -232,6 +240,14 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
   b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "kernel", "blocks"});
   b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0, 0});   // marching
   b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0, 0});    // naive
+  for (int chunk : {16, 35, 70}) {
+    b->Args({3, 1, 0, 0, chunk, 0, 0, 2, 3, 4});  // staged, 2 planes in flight, 4 blocks a SM (35: default)
+    b->Args({3, 1, 0, 1, chunk, 0, 0, 2, 3, 4});  // flux, staged (35: default)
+  }
+  b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});    // staged, 1 plane in flight
+  b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});    // staged, no register cap
+  b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});    // default, series
+  b->Args({3, 1, 0, 1, 35, 0, 1, 2, 3, 4});    // flux default, series
   for (int blocks : {0, 3})
     for (int chunk : {35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1, blocks});  // two steps per pass
   b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});   // series, two steps per pass

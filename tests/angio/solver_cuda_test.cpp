@@ -1,6 +1,6 @@
 // angio's cuda backend against the reference: random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
-// chunks, tiles, two steps per pass, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
+// chunks, tiles, two steps per pass, the staged kernel, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
 // and --fmad=false, so the fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64: max|diff| <=
 // 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke.
 // Skips, with the reason, when no CUDA device is usable.
@@ -72,6 +72,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
     SCOPED_TRACE(testing::Message() << names[q] << " grid " << g.nx << "x" << g.ny << "x" << g.nz << " form "
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
                                     << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
+                                    << (tuning.staged > 0 ? " staged " : "") << tuning.staged
                                     << " blocks " << tuning.blocks << " steps "
                                     << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
@@ -113,6 +114,12 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
     tuning.chunk = trial % 2 == 0 ? 0 : 3;
     compare_with_reference<double>(g, form, 101, s, tuning);
     compare_with_reference<float>(g, form, 100, s, tuning);
+    // The staged kernel.
+    tuning.pair = false;
+    tuning.staged = trial % 3 == 1 ? 1 : 2;
+    tuning.chunk = trial % 2 == 0 ? 0 : 5;
+    compare_with_reference<double>(g, form, 101, s, tuning);
+    compare_with_reference<float>(g, form, 100, s, tuning);
   }
 }
 
@@ -151,6 +158,19 @@ TEST(AngioCuda, KernelVariantsAgree) {
     compare_with_reference<float>(g, Form::Expanded, 20, 21, pair);
     compare_with_reference<double>(g, Form::Flux, 21, 22, pair);
   }
+  // The staged kernel: planes in flight, register caps, chunks of one plane up to whole columns.
+  for (int chunk : {0, 1, 3}) {
+    for (int ahead : {1, 2, 3, 4}) {
+      detail::cuda::Tuning st;
+      st.staged = ahead;
+      st.chunk = chunk;
+      st.blocks = ahead == 2 ? 6 : (ahead == 3 ? 4 : 0);
+      compare_with_reference<float>(g, Form::Expanded, 20, 50, st);
+      compare_with_reference<float>(g, Form::Flux, 21, 51, st);
+      compare_with_reference<double>(g, Form::Expanded, 21, 52, st);
+      compare_with_reference<double>(g, Form::Flux, 20, 53, st);
+    }
+  }
   for (int blocks : {4, 6}) {  // registers allowing other numbers of blocks per SM (6 spills a little)
     detail::cuda::Tuning capped;
     capped.blocks = blocks;
@@ -169,8 +189,8 @@ TEST(AngioCuda, KernelVariantsAgree) {
   compare_with_reference<float>(g, Form::Expanded, 20, 9, naive);
 }
 
-// The kernels the backend picks by default (docs/performance.md: fp32 marching, fp64 two steps per
-// pass in the expanded form and marching in the flux form), through make_solver, with
+// The kernels the backend picks by default (docs/performance.md: fp32 marching, fp64 staged, in
+// both forms), through make_solver, with
 // an odd number of steps and a series row at the end.
 template <class T>
 void expect_default_equals_reference(Form form) {

@@ -2,6 +2,7 @@
 // file once per namespace SIMKIT_ANGIO_ISA (generic, avx2, avx512) with that set's flags.
 #include "angio/continuous/cpu_rows.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -68,6 +69,10 @@ void stream_row(T* __restrict dst, const T* __restrict src, std::ptrdiff_t count
   for (; k < count; ++k) dst[k] = src[k];
 }
 
+// Rows of j per block of the traversal (rows(), below): 32 rows of 400 nodes, three fields, three
+// planes is 0.9 MB in fp64, inside a core's L2.
+constexpr std::int64_t kBlockRows = 32;
+
 template <int kDims, bool kFlux, class T>
 void rows(const RowTask<T>& t, std::int64_t first, std::int64_t last) {
   const Grid& g = t.grid;
@@ -85,7 +90,7 @@ void rows(const RowTask<T>& t, std::int64_t first, std::int64_t last) {
   row_n.resize(static_cast<std::size_t>(nx));
   row_f.resize(static_cast<std::size_t>(nx));
   row_c.resize(static_cast<std::size_t>(nx));
-  for (std::int64_t r = first; r < last; ++r) {
+  auto step_row_at = [&](std::int64_t r) {
     const int j = static_cast<int>(r % g.ny), l = static_cast<int>(r / g.ny);
     const std::ptrdiff_t base = l * plane + static_cast<std::ptrdiff_t>(j) * nx;
     // The boundary nodes of the row, with the reference's mirror lookups.
@@ -106,6 +111,20 @@ void rows(const RowTask<T>& t, std::int64_t first, std::int64_t last) {
     stream_row(n_out + base, row_n.data(), nx);
     stream_row(f_out + base, row_f.data(), nx);
     stream_row(c_out + base, row_c.data(), nx);
+  };
+  // The range's rows in blocks of kBlockRows rows of j, each block marched up through the range's
+  // planes: the planes l - 1, l and l + 1 of a block stay in the core's L2 from one plane to the
+  // next, so each input row comes from memory about once (three planes of three fields do not fit:
+  // 11.5 MB at 400 x 400 in fp64). Every node's value is independent of the order, and the
+  // reductions are per row: the same bits.
+  const std::int64_t ny = g.ny;
+  const std::int64_t l_first = first / ny, l_last = (last - 1) / ny;
+  for (std::int64_t jb = 0; jb < ny; jb += kBlockRows) {
+    for (std::int64_t l = l_first; l <= l_last; ++l) {
+      const std::int64_t r_begin = std::max(first, l * ny + jb);
+      const std::int64_t r_end = std::min(last, l * ny + std::min<std::int64_t>(jb + kBlockRows, ny));
+      for (std::int64_t r = r_begin; r < r_end; ++r) step_row_at(r);
+    }
   }
 #ifdef SIMKIT_ANGIO_X86
   _mm_sfence();  // the streamed rows are visible to every thread after the step's barrier

@@ -1,6 +1,7 @@
-// angio cuda backend. The step kernel marches each (i, j) column of a tile up through a chunk of
-// planes, keeping the column's own n, f, c at l-1, l, l+1 in registers, so each value comes from
-// DRAM about once per step (in-plane neighbours hit L1/L2). Every node runs update_node (model.hpp),
+// angio cuda backend. The fp32 step kernel marches each (i, j) column of a tile up through a chunk
+// of planes, keeping the column's own n, f, c at l-1, l, l+1 in registers, so each value comes from
+// DRAM about once per step (in-plane neighbours hit L1/L2); the fp64 one (staged) copies each plane
+// of the tile and its ring into shared memory asynchronously, two planes ahead. Every node runs update_node (model.hpp),
 // the same code and operand order as reference; with --fmad=false the fields are bitwise equal to
 // reference's (tests/angio/solver_cuda_test.cpp checks it). Series reductions are fused into the
 // step that produces the state: per-block partials, then one block combines them in fixed order.
@@ -10,6 +11,7 @@
 
 #include "angio/continuous/cuda_tuning.hpp"
 #include "angio/continuous/kernels.hpp"
+#include "angio/stage.cuh"
 #include "core/cuda_check.cuh"
 #include "simkit/core/cuda_info.hpp"
 
@@ -265,6 +267,83 @@ __global__ void __launch_bounds__(kThreads, kMin)
   }
 }
 
+// Staged marching (a 2.5D stencil with asynchronous copies): a block owns a 32 x 8 tile and
+// marches up its chunk of planes. Each plane of n, f and c on the tile plus a one-node ring (the
+// mirror ghosts at the grid's faces included) is copied into a shared-memory ring of
+// kAhead + 3 planes by cp.async, kAhead planes ahead of the one being updated, so that many planes'
+// loads are in flight per warp without holding registers. Every stencil operand then comes from
+// shared memory at a fixed offset; one barrier per plane. The same update_node_fixed as the other
+// kernels (the flux form's z face carried up the column): the same bits.
+template <class T, int kDims, bool kFlux, bool kReduce, int kAhead, int kMin>
+__global__ void __launch_bounds__(kThreads, kMin)
+    staged_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const T* __restrict__ n,
+                  const T* __restrict__ f, const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out,
+                  T* __restrict__ c_out, Partial* __restrict__ partials) {
+  using Tile = StageTile;
+  static_assert(Tile::kThreads == kThreads);
+  constexpr int kSlots = kAhead + 3, kExt = Tile::kExt;
+  __shared__ T stage[kSlots][3][kExt];  // [plane % kSlots][n, f, c][extended tile, row-major]
+  const int i0 = blockIdx.x * Tile::kX, j0 = blockIdx.y * Tile::kY;
+  const int i = i0 + threadIdx.x % Tile::kX, j = j0 + threadIdx.x / Tile::kX;
+  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int plane = static_cast<int>(g.plane);
+  const Tile tile(threadIdx.x, i0, j0, g.nx, g.ny);
+  const int own = tile.own;
+  // Plane k of the sequence l0 - 1, ..., l1 (mirrored at the bottom and top) into its slot.
+  const int count = l1 - l0 + 2;
+  auto issue = [&](int k) {
+    if (k < count) {
+      const int base = Tile::mirrored(l0 - 1 + k, g.nz) * plane;
+      T* slot = &stage[k % kSlots][0][0];
+      tile.copy(slot, n + base);
+      tile.copy(slot + kExt, f + base);
+      tile.copy(slot + 2 * kExt, c + base);
+    }
+    __pipeline_commit();  // empty groups past the end keep the count uniform
+  };
+  const bool mine = i < g.nx && j < g.ny;
+  const double wij = kReduce ? weight(min(i, g.nx - 1), g.nx) * weight(min(j, g.ny - 1), g.ny) : 0.0;
+  Partial part;
+  if (kReduce) empty(part);
+  FaceCarry<T> z_face{T(0), false};
+  FaceCarry<T>* const carry = kFlux && kDims == 3 ? &z_face : nullptr;
+  for (int k = 0; k < kAhead + 2; ++k) issue(k);
+  for (int l = l0; l < l1; ++l) {
+    const int k = l - l0 + 1;  // plane l's place in the sequence
+    __pipeline_wait_prior(kAhead - 1);  // planes up to l + 1 have landed (this thread's copies)
+    __syncthreads();                    // everybody's, and plane l - 2's slot is free again
+    issue(k + kAhead + 1);
+    const T* mid = &stage[k % kSlots][0][0];
+    const T* hi = &stage[(k + 1) % kSlots][0][0];
+    const T* lo = &stage[(k - 1) % kSlots][0][0];
+    if (mine) {
+      Stencil<T> s;
+      T nn[7];
+      constexpr int at[5] = {0, 1, -1, Tile::kEx, -Tile::kEx};
+#pragma unroll
+      for (int d = 0; d < 5; ++d) {
+        nn[d] = mid[own + at[d]];
+        s.f[d] = mid[kExt + own + at[d]];
+        s.c[d] = mid[2 * kExt + own + at[d]];
+      }
+      nn[5] = hi[own], s.f[5] = hi[kExt + own], s.c[5] = hi[2 * kExt + own];
+      nn[6] = lo[own], s.f[6] = lo[kExt + own], s.c[6] = lo[2 * kExt + own];
+      if (!g.carry) z_face.known = false;
+      T n_new, f_new, c_new;
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new, carry);
+      const int here = l * plane + j * g.nx + i;
+      n_out[here] = n_new;
+      f_out[here] = f_new;
+      c_out[here] = c_new;
+      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+    }
+  }
+  if (kReduce) {
+    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    block_reduce(part, partials + block);
+  }
+}
+
 // The straightforward kernel, one thread per node with all 21 loads through the caches; kept as
 // the benchmark's baseline (docs/performance.md).
 template <class T, int kDims, bool kFlux>
@@ -348,7 +427,7 @@ class CudaSolver final : public Solver<T> {
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
     for (std::int64_t s = 0; s < steps;) {
-      const bool pair = tuning_.pair && !tuning_.naive && s + 2 <= steps;
+      const bool pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive && s + 2 <= steps;
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
@@ -409,6 +488,10 @@ class CudaSolver final : public Solver<T> {
       return;
     }
     reduced_blocks_ = blocks_;
+    if (tuning_.staged > 0 && !tuning_.naive) {
+      launch_staged<kDims, kFlux>(in, out, reduce);
+      return;
+    }
     if (tuning_.naive) {
       const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(g_.nz));
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
@@ -434,6 +517,42 @@ class CudaSolver final : public Solver<T> {
                                                                 c_[in].data(), n_[out].data(), f_[out].data(),
                                                                 c_[out].data(), nullptr);
     }
+  }
+
+  template <int kDims, bool kFlux, int kAhead, int kMin>
+  void launch_staged_at(int in, int out, bool reduce) {
+    const dim3 grid((g_.nx + StageTile::kX - 1) / StageTile::kX, (g_.ny + StageTile::kY - 1) / StageTile::kY, grid_.z);
+    if (reduce) {
+      staged_kernel<T, kDims, kFlux, true, kAhead, 1><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                         f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                         f_[out].data(), c_[out].data(), partials_.data());
+    } else {
+      staged_kernel<T, kDims, kFlux, false, kAhead, kMin><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
+                                                                             f_[in].data(), c_[in].data(), n_[out].data(),
+                                                                             f_[out].data(), c_[out].data(), nullptr);
+    }
+    reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+  }
+  // Planes in flight (Tuning::staged: 1 or 2; 3 and 4 in fp32) and blocks per SM (Tuning::blocks 0, 4, 6).
+  template <int kDims, bool kFlux>
+  void launch_staged(int in, int out, bool reduce) {
+    const int ahead = tuning_.staged, blocks = tuning_.blocks;
+    if constexpr (kDims == 3) {
+      if (ahead == 1) return launch_staged_at<kDims, kFlux, 1, 1>(in, out, reduce);
+      if constexpr (sizeof(T) == 4) {  // fp64 rings of more than 5 planes exceed 48 KB
+        if (ahead == 3) {
+          if (blocks == 4) return launch_staged_at<kDims, kFlux, 3, 4>(in, out, reduce);
+          return launch_staged_at<kDims, kFlux, 3, 1>(in, out, reduce);
+        }
+        if (ahead >= 4) {
+          if (blocks == 6) return launch_staged_at<kDims, kFlux, 4, 6>(in, out, reduce);
+          return launch_staged_at<kDims, kFlux, 4, 1>(in, out, reduce);
+        }
+      }
+      if (blocks == 4) return launch_staged_at<kDims, kFlux, 2, 4>(in, out, reduce);
+      if (blocks == 6) return launch_staged_at<kDims, kFlux, 2, 6>(in, out, reduce);
+    }
+    launch_staged_at<kDims, kFlux, 2, 1>(in, out, reduce);
   }
 
   Reductions finish(int count) {
@@ -475,12 +594,15 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device) {
-  // Measured on an H200 (docs/performance.md): the marching kernel with 35-plane chunks; registers
-  // for 5 blocks a SM in fp32 (the kernel's own bound), in fp64 4 in the expanded form (a few
-  // bytes spill, still the fastest) and 3 in the flux form (4 spills more and is slower).
+  // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks
+  // and registers for 5 blocks a SM (its own bound); fp64 the staged kernel, two planes' copies in
+  // flight, registers for 4 blocks a SM (both forms).
   Tuning tuning;
   tuning.chunk = 35;
-  if (std::is_same_v<T, double>) tuning.blocks = problem.form == Form::Flux ? 3 : 4;
+  if (std::is_same_v<T, double>) {
+    tuning.staged = 2;
+    tuning.blocks = 4;
+  }
   return make<T>(problem, initial, device, tuning);
 }
 

@@ -11,8 +11,9 @@ struct Tuning {
   bool naive = false;  // one thread per node, every load through the caches (baseline)
   int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
   bool pair = false;   // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
-  int blocks = 0;      // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 4 or 6
-                       // marching, or 3; 3 pairs)
+  int blocks = 0;      // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 3, 4 or 6
+                       // marching; 3 pairs; 4 or 6 staged)
+  int staged = 0;      // > 0: the staged kernel with this many planes' copies in flight (1, 2; fp32 also 3, 4)
   bool carry = true;   // marching flux form: each column's z face computed once, carried up (the same bits)
 };
 

@@ -22,6 +22,7 @@
 
 #include "angio/hybrid/cuda.hpp"
 #include "angio/hybrid/model.hpp"
+#include "angio/stage.cuh"
 #include "core/cuda_check.cuh"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"
@@ -481,36 +482,49 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int coun
 
 // D_c > 0, step (4) of every realisation that has just made a step: c at its new step from the
 // previous one (the other buffer), with its occupation as the step left it. A block takes a 32 x 8
-// tile of (i, j) columns of one realisation (blockIdx.z) and marches up every plane, the column's c
-// at l - 1, l and l + 1 in registers (l + 2 requested a plane ahead), the in-plane neighbours
-// through the caches; 32-bit indices.
-__global__ void __launch_bounds__(256) diffuse_kernel(Params p, Work w, int tiles_x) {
+// tile of (i, j) columns of one realisation (blockIdx.z) and marches up every plane; each plane of
+// c on the tile and its ring (mirror ghosts included) is copied into shared memory by cp.async two
+// planes ahead (StageTile), so that several planes' loads are in flight without holding
+// registers; one barrier per plane. 32-bit indices. (Three planes ahead, with the occupation steps
+// staged too, measured 72 against 73 % of copy on the H200: docs/performance.md.)
+constexpr int kDiffuseAhead = 2, kDiffuseSlots = kDiffuseAhead + 3;
+__global__ void __launch_bounds__(detail::StageTile::kThreads) diffuse_kernel(Params p, Work w, int tiles_x) {
+  using Tile = detail::StageTile;
+  __shared__ double stage[kDiffuseSlots][Tile::kExt];
   const int warp = static_cast<int>(blockIdx.z);
   const State& st = w.state[warp];
-  if (!st.stepped) return;
-  const int i = static_cast<int>(blockIdx.x % tiles_x) * 32 + static_cast<int>(threadIdx.x % 32);
-  const int j = static_cast<int>(blockIdx.x / tiles_x) * 8 + static_cast<int>(threadIdx.x / 32);
-  if (i >= p.nx || j >= p.ny) return;
-  const int nx = p.nx, nz = p.nz, plane = p.nx * p.ny, col = j * nx + i;
-  const int ip = upper_neighbour(i, nx) - i, im = lower_neighbour(i, nx) - i;
-  const int jp = (upper_neighbour(j, p.ny) - j) * nx, jm = (lower_neighbour(j, p.ny) - j) * nx;
+  if (!st.stepped) return;  // the whole block
+  const int i0 = static_cast<int>(blockIdx.x % tiles_x) * Tile::kX, j0 = static_cast<int>(blockIdx.x / tiles_x) * Tile::kY;
+  const int i = i0 + static_cast<int>(threadIdx.x % Tile::kX), j = j0 + static_cast<int>(threadIdx.x / Tile::kX);
+  const bool mine = i < p.nx && j < p.ny;
+  const int nz = p.nz, plane = p.nx * p.ny, col = j * p.nx + i;
   const long long base = static_cast<long long>(warp) * p.nodes;
   const double* __restrict c_now = w.c + 2 * base + ((st.step - 1) & 1) * p.nodes;
   double* __restrict c_next = w.c + 2 * base + (st.step & 1) * p.nodes;
   const int* __restrict since = w.since + base;
   const unsigned char* __restrict present = p.rule.uptake == Uptake::Tip ? w.present + base : nullptr;
   const bool three_d = nz > 1;
-  double lo = __ldg(c_now + lower_neighbour(0, nz) * plane + col), mid = __ldg(c_now + col);
-  double hi = __ldg(c_now + upper_neighbour(0, nz) * plane + col);
+  const Tile tile(static_cast<int>(threadIdx.x), i0, j0, p.nx, p.ny);
+  const int own = tile.own;
+  // Plane k of the sequence -1, 0, ..., nz (mirrored) into slot k % kDiffuseSlots.
+  auto issue = [&](int k) {
+    if (k < nz + 2) tile.copy(&stage[k % kDiffuseSlots][0], c_now + Tile::mirrored(k - 1, nz) * plane);
+    __pipeline_commit();
+  };
+  for (int k = 0; k < kDiffuseAhead + 2; ++k) issue(k);
   for (int l = 0; l < nz; ++l) {
-    const int here = l * plane + col;
-    const double next = __ldg(c_now + upper_neighbour(min(l + 1, nz - 1), nz) * plane + col);
-    const bool takes_up = present ? present[here] != 0 : (i == 0 || since[here] != 0);
-    c_next[here] = diffused_c_from(p.model, p.dt, p.h, three_d, mid, __ldg(c_now + here + ip), __ldg(c_now + here + im),
-                                   __ldg(c_now + here + jp), __ldg(c_now + here + jm), hi, lo, takes_up);
-    lo = mid;
-    mid = hi;
-    hi = next;
+    const int k = l + 1;
+    __pipeline_wait_prior(kDiffuseAhead - 1);
+    __syncthreads();
+    issue(k + kDiffuseAhead + 1);
+    if (mine) {
+      const double* mid = &stage[k % kDiffuseSlots][own];
+      const double hi = stage[(k + 1) % kDiffuseSlots][own], lo = stage[(k - 1) % kDiffuseSlots][own];
+      const int here = l * plane + col;
+      const bool takes_up = present ? present[here] != 0 : (i == 0 || since[here] != 0);
+      c_next[here] = diffused_c_from(p.model, p.dt, p.h, three_d, mid[0], mid[1], mid[-1], mid[Tile::kEx],
+                                     mid[-Tile::kEx], hi, lo, takes_up);
+    }
   }
 }
 
@@ -708,12 +722,13 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       SIMKIT_CUDA_CHECK_LAUNCH();
     } else {
       // One step per launch, then the stencil; every 16 steps, stop once every realisation has.
-      const int tiles_x = (p.nx + 31) / 32;
-      const dim3 grid(static_cast<unsigned>(tiles_x * ((p.ny + 7) / 8)), 1, static_cast<unsigned>(count));
+      const int tiles_x = (p.nx + detail::StageTile::kX - 1) / detail::StageTile::kX;
+      const dim3 grid(static_cast<unsigned>(tiles_x * ((p.ny + detail::StageTile::kY - 1) / detail::StageTile::kY)), 1,
+                      static_cast<unsigned>(count));
       for (long long s = 0; s < p.last_step; ++s) {
         advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 1);
         SIMKIT_CUDA_CHECK_LAUNCH();
-        diffuse_kernel<<<grid, 256>>>(p, batch.work(), tiles_x);
+        diffuse_kernel<<<grid, detail::StageTile::kThreads>>>(p, batch.work(), tiles_x);
         SIMKIT_CUDA_CHECK_LAUNCH();
         if (s % 16 == 15) {
           batch.state.download(state.data(), n);
