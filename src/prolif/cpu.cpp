@@ -10,7 +10,9 @@
 
 namespace simkit::prolif::detail::cpu {
 
-WalkStats run(const PreparedRun& run, Result& result, int threads, const CellProgress& progress) {
+namespace {
+
+WalkStats run_one(const PreparedRun& run, Result& result, int threads, const CellProgress& progress) {
   struct Chunk {
     std::uint32_t segment, first, count;
   };
@@ -62,6 +64,15 @@ WalkStats run(const PreparedRun& run, Result& result, int threads, const CellPro
     total.too_deep += stats[t].too_deep;
   }
   return total;
+}
+
+}  // namespace
+
+std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,
+                           const RunOptions& options, const CellProgress& progress) {
+  std::vector<WalkStats> stats(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) stats[r] = run_one(runs[r], results[r], options.threads, progress);
+  return stats;
 }
 
 }  // namespace simkit::prolif::detail::cpu

@@ -64,8 +64,9 @@ __global__ void __launch_bounds__(kBlock)
 
 }  // namespace
 
-std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results, int device) {
-  DeviceGuard guard(device);
+std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,
+                           const RunOptions& options, const CellProgress& progress) {
+  DeviceGuard guard(options.device);
   cudaStream_t stream = nullptr;
   SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   struct StreamOwner {
@@ -122,6 +123,7 @@ std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Res
               host_counts.begin() + static_cast<std::ptrdiff_t>(offsets[r + 1]), results[r].counts.begin());
     out[r].divisions = host_stats[2 * r];
     out[r].too_deep = host_stats[2 * r + 1];
+    if (progress) progress(runs[r].proliferating_cells);
   }
   return out;
 }

@@ -4,7 +4,8 @@
 
 namespace simkit::prolif::detail::cuda {
 
-std::vector<WalkStats> run(const std::vector<PreparedRun>&, std::vector<Result>&, int) {
+std::vector<WalkStats> run(const std::vector<PreparedRun>&, std::vector<Result>&, const RunOptions&,
+                           const CellProgress&) {
   throw_not_built(Backend::Cuda);
 }
 

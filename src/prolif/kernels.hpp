@@ -20,20 +20,25 @@ struct PreparedRun {
   std::uint64_t proliferating_cells = 0;
 };
 
-// Each backend adds the lineage counts of every segment into `result` (already sized and holding
-// the quiescent counts) and returns the walk statistics.
+// The backend interface, identical in namespaces reference, cpu and cuda (SIMKIT_DISPATCH): each
+// adds the lineage counts of every run's segments into results[r] (already sized and holding the
+// quiescent counts) and returns each run's walk statistics. All runs share the H(0) layout.
 // `progress(cells)` is called now and then with the number of initial cells walked since the last
-// call (from one thread only).
+// call (from one thread only; the cuda backend reports once at the end). options: threads (cpu),
+// device (cuda).
 using CellProgress = std::function<void(std::uint64_t)>;
+#define SIMKIT_PROLIF_BACKEND                                                                                 \
+  std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,           \
+                             const RunOptions& options, const CellProgress& progress)
 namespace reference {
-WalkStats run(const PreparedRun& run, Result& result, const CellProgress& progress);
+SIMKIT_PROLIF_BACKEND;
 }
 namespace cpu {
-WalkStats run(const PreparedRun& run, Result& result, int threads, const CellProgress& progress);
+SIMKIT_PROLIF_BACKEND;
 }
 namespace cuda {
-// All runs share the H(0) layout; results[r] belongs to runs[r].
-std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results, int device);
+SIMKIT_PROLIF_BACKEND;
 }  // namespace cuda
+#undef SIMKIT_PROLIF_BACKEND
 
 }  // namespace simkit::prolif::detail

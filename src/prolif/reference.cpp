@@ -3,7 +3,9 @@
 
 namespace simkit::prolif::detail::reference {
 
-WalkStats run(const PreparedRun& run, Result& result, const CellProgress& progress) {
+namespace {
+
+WalkStats run_one(const PreparedRun& run, Result& result, const CellProgress& progress) {
   WalkStats total;
   double births[kMaxGenerationsDevice + 1];
   for (const Segment& s : run.segments) {
@@ -18,6 +20,15 @@ WalkStats run(const PreparedRun& run, Result& result, const CellProgress& progre
     if (progress) progress(s.count);
   }
   return total;
+}
+
+}  // namespace
+
+std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results, const RunOptions&,
+                           const CellProgress& progress) {
+  std::vector<WalkStats> stats(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) stats[r] = run_one(runs[r], results[r], progress);
+  return stats;
 }
 
 }  // namespace simkit::prolif::detail::reference

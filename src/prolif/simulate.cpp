@@ -8,6 +8,7 @@
 
 #include "core/distributions.hpp"
 #include "simkit/core/error.hpp"
+#include "core/dispatch.hpp"
 #include "prolif/kernels.hpp"
 
 namespace simkit::prolif {
@@ -113,6 +114,11 @@ PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std
   return run;
 }
 
+std::vector<WalkStats> run_backend(Backend backend, const std::vector<PreparedRun>& runs, std::vector<Result>& results,
+                                   const RunOptions& options, const CellProgress& progress) {
+  return SIMKIT_DISPATCH(backend, run(runs, results, options, progress));
+}
+
 void check_stats(const WalkStats& stats) {
   if (stats.too_deep > 0) {
     throw UserError(
@@ -143,14 +149,6 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   for (std::size_t r = 0; r < models.size(); ++r)
     runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
 
-  if (backend == Backend::Cuda) {
-    const std::vector<detail::WalkStats> stats = detail::cuda::run(runs, results, options.device);
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      detail::check_stats(stats[r]);
-      results[r].divisions = stats[r].divisions;
-    }
-    return results;
-  }
   // Progress in initial cells walked, over all runs.
   double total_cells = 0, done_cells = 0;
   for (const auto& run : runs) total_cells += static_cast<double>(run.proliferating_cells);
@@ -158,12 +156,10 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
     done_cells += static_cast<double>(walked);
     if (options.progress) options.progress(done_cells, total_cells);
   };
+  const std::vector<detail::WalkStats> stats = detail::run_backend(backend, runs, results, options, progress);
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    const detail::WalkStats stats = backend == Backend::Reference
-                                        ? detail::reference::run(runs[r], results[r], progress)
-                                        : detail::cpu::run(runs[r], results[r], options.threads, progress);
-    detail::check_stats(stats);
-    results[r].divisions = stats.divisions;
+    detail::check_stats(stats[r]);
+    results[r].divisions = stats[r].divisions;
   }
   return results;
 }

@@ -109,10 +109,10 @@ class CpuSolver final : public Solver<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int threads) {
-  return std::make_unique<CpuSolver<T>>(problem, initial, threads);
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options) {
+  return std::make_unique<CpuSolver<T>>(problem, initial, options.threads);
 }
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
 
 }  // namespace simkit::angio::detail::cpu

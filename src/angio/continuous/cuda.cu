@@ -593,7 +593,7 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 }
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device) {
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options) {
   // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks
   // and registers for 5 blocks a SM (its own bound); fp64 the staged kernel, two planes' copies in
   // flight, registers for 4 blocks a SM (both forms).
@@ -603,12 +603,12 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
     tuning.staged = 2;
     tuning.blocks = 4;
   }
-  return make<T>(problem, initial, device, tuning);
+  return make<T>(problem, initial, options.device, tuning);
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
 
 }  // namespace simkit::angio::detail::cuda

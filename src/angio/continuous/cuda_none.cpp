@@ -14,13 +14,13 @@ std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int, const Tun
   no_cuda();
 }
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int) {
+std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, const RunOptions&) {
   no_cuda();
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
 
 }  // namespace simkit::angio::detail::cuda

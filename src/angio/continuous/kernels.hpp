@@ -109,17 +109,20 @@ Reductions reduce_row(const Grid& g, const Fields<T>& u, int j, int l) {
 
 inline double row_weight(const Grid& g, int j, int l) { return trapezoid_weight(j, g.ny) * trapezoid_weight(l, g.nz); }
 
+// The backends, identical in namespaces reference, cpu and cuda (SIMKIT_DISPATCH): a solver holding
+// the initial state. options: threads (cpu), device (cuda).
+#define SIMKIT_ANGIO_BACKEND \
+  template <class T>         \
+  std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options)
 namespace reference {
-template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial);
+SIMKIT_ANGIO_BACKEND;
 }
 namespace cpu {
-template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int threads);
+SIMKIT_ANGIO_BACKEND;
 }
 namespace cuda {
-template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device);
+SIMKIT_ANGIO_BACKEND;
 }  // namespace cuda
+#undef SIMKIT_ANGIO_BACKEND
 
 }  // namespace simkit::angio::detail

@@ -120,11 +120,11 @@ class ReferenceSolver final : public Solver<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial) {
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions&) {
   return std::make_unique<ReferenceSolver<T>>(problem, initial);
 }
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
 
 }  // namespace detail::reference
 

@@ -8,26 +8,25 @@
 #include <string>
 
 #include "angio/continuous/kernels.hpp"
+#include "core/dispatch.hpp"
 #include "simkit/angio/run.hpp"
 #include "simkit/core/memory.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::angio {
 
+namespace detail {
+template <class T>
+std::unique_ptr<Solver<T>> make_backend(Backend backend, const Problem& problem, const Fields<T>& initial,
+                                        const RunOptions& options) {
+  return SIMKIT_DISPATCH(backend, make<T>(problem, initial, options));
+}
+}  // namespace detail
+
 template <class T>
 std::unique_ptr<Solver<T>> make_solver(const Problem& problem, const Fields<T>& initial, Backend backend,
                                        const RunOptions& options) {
-  switch (backend) {
-    case Backend::Reference:
-      return detail::reference::make<T>(problem, initial);
-    case Backend::Cpu:
-      return detail::cpu::make<T>(problem, initial, options.threads);
-    case Backend::Cuda:
-      return detail::cuda::make<T>(problem, initial, options.device);
-    case Backend::Auto:
-      break;
-  }
-  throw InternalError("angio::make_solver: backend not resolved");
+  return detail::make_backend<T>(backend, problem, initial, options);
 }
 
 template std::unique_ptr<Solver<float>> make_solver<float>(const Problem&, const Fields<float>&, Backend,

@@ -113,3 +113,11 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
 }
 
 }  // namespace simkit::angio::detail::hybrid_cuda
+
+namespace simkit::angio::detail::hybrid::cuda {
+
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
+  return hybrid_cuda::run(problem, options.seed, replicates, options.device, options.progress, hybrid_cuda::Capacity{});
+}
+
+}  // namespace simkit::angio::detail::hybrid::cuda

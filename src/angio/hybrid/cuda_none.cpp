@@ -10,3 +10,9 @@ std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, cons
 }
 
 }  // namespace simkit::angio::detail::hybrid_cuda
+
+namespace simkit::angio::detail::hybrid::cuda {
+
+std::vector<Realisation> run(const HybridProblem&, int, const RunOptions&) { throw_not_built(Backend::Cuda); }
+
+}  // namespace simkit::angio::detail::hybrid::cuda

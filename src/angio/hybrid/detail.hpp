@@ -32,6 +32,24 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
                                  std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes);
 
+// The backends, identical in namespaces hybrid::reference, hybrid::cpu and hybrid::cuda
+// (SIMKIT_DISPATCH): `replicates` realisations, realisation r seeded options.seed + r. options:
+// threads (cpu), device (cuda), progress (realisations done out of replicates).
+#define SIMKIT_HYBRID_BACKEND \
+  std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options)
+namespace hybrid {
+namespace reference {
+SIMKIT_HYBRID_BACKEND;
+}
+namespace cpu {
+SIMKIT_HYBRID_BACKEND;
+}
+namespace cuda {
+SIMKIT_HYBRID_BACKEND;
+}  // namespace cuda
+}  // namespace hybrid
+#undef SIMKIT_HYBRID_BACKEND
+
 namespace hybrid_cuda {
 // Initial per-realisation capacities of the GPU ensemble (segments, tips); a realisation that
 // outgrows them is run again with four times as much, so they only change speed, never results.

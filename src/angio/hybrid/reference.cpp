@@ -13,6 +13,7 @@
 
 #include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid/detail.hpp"
+#include "core/dispatch.hpp"
 #include "angio/hybrid/model.hpp"
 #include "simkit/angio/run.hpp"
 #include "simkit/core/memory.hpp"
@@ -554,21 +555,13 @@ std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::
   return run_hybrid_ensemble(problem, replicates, RunOptions{backend, device, seed, threads, progress}).realisations;
 }
 
-HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
-  validate(problem);
-  if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
-  HybridEnsemble result;
-  result.backend = resolve_backend(options.backend, options.device);
-  const Backend backend = result.backend;
-  const std::uint64_t seed = options.seed;
-  const ProgressCallback& progress = options.progress;
-  const int workers = backend == Backend::Cpu ? effective_threads(options.threads) : 1;
-  result.device = device_description(backend, options.device, workers);
-  if (backend == Backend::Cuda) {
-    result.realisations = detail::hybrid_cuda::run(problem, seed, replicates, options.device, progress,
-                                                   detail::hybrid_cuda::Capacity{});
-    return result;
-  }
+namespace detail::hybrid {
+namespace {
+
+// The host backends: realisations shared among `workers` threads (1: the serial oracle), each
+// realisation serial, so the results are the same whatever the count.
+std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                  int workers) {
   // Host memory: the shared initial fields (3 arrays) and, per worker, the occupation table (and
   // with D_c > 0 two c fields), 8 bytes a node each.
   const double nodes = static_cast<double>(problem.grid.nodes());
@@ -584,6 +577,8 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
   }
   const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
+  const std::uint64_t seed = options.seed;
+  const ProgressCallback& progress = options.progress;
   int done = 0;
   parallel_for(0, replicates, Schedule{workers, 1}, [&](std::int64_t r) {
     out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
@@ -593,7 +588,37 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
       if (progress) progress(done, replicates);
     }
   });
-  result.realisations = std::move(out);
+  return out;
+}
+
+}  // namespace
+
+namespace reference {
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
+  return host_run(problem, replicates, options, 1);
+}
+}  // namespace reference
+namespace cpu {
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
+  return host_run(problem, replicates, options, effective_threads(options.threads));
+}
+}  // namespace cpu
+
+std::vector<Realisation> run_backend(Backend backend, const HybridProblem& problem, int replicates,
+                                     const RunOptions& options) {
+  return SIMKIT_DISPATCH(backend, run(problem, replicates, options));
+}
+
+}  // namespace detail::hybrid
+
+HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
+  validate(problem);
+  if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
+  HybridEnsemble result;
+  result.backend = resolve_backend(options.backend, options.device);
+  const int workers = result.backend == Backend::Cpu ? effective_threads(options.threads) : 1;
+  result.device = device_description(result.backend, options.device, workers);
+  result.realisations = detail::hybrid::run_backend(result.backend, problem, replicates, options);
   return result;
 }
 
