@@ -1,6 +1,8 @@
 #pragma once
-// The one CUDA error check, and DeviceBuffer<T>: RAII device memory. Engines never call
-// cudaMalloc/cudaFree directly.
+// The one CUDA error check, and the RAII owners engines use instead of the runtime's create and
+// destroy calls: DeviceBuffer<T> (device memory), PinnedBuffer<T> (page-locked host memory),
+// Stream and Event. Engines never call cudaMalloc/cudaFree, cudaMallocHost/cudaFreeHost or create
+// streams and events directly.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -42,17 +44,24 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-template <class T>
-class DeviceBuffer {
+// RAII owner of `count` values of T from one of CUDA's allocator pairs; allocates only when the
+// size changes (contents discarded then).
+inline cudaError_t device_alloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t device_free(void* p) { return cudaFree(p); }
+inline cudaError_t pinned_alloc(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+inline cudaError_t pinned_free(void* p) { return cudaFreeHost(p); }
+
+template <class T, cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Free)(void*)>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count) { resize(count); }
-  ~DeviceBuffer() { release(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  CudaMemory() = default;
+  explicit CudaMemory(std::size_t count) { resize(count); }
+  ~CudaMemory() { release(); }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  CudaMemory(CudaMemory&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  CudaMemory& operator=(CudaMemory&& other) noexcept {
     if (this != &other) {
       release();
       data_ = std::exchange(other.data_, nullptr);
@@ -61,35 +70,15 @@ class DeviceBuffer {
     return *this;
   }
 
-  // Discards the contents; allocates only when the size changes.
   void resize(std::size_t count) {
     if (count == size_) return;
     release();
     if (count > 0) {
       void* p = nullptr;
-      SIMKIT_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+      SIMKIT_CUDA_CHECK(Alloc(&p, count * sizeof(T)));
       data_ = static_cast<T*>(p);
     }
     size_ = count;
-  }
-
-  void upload(const T* host, std::size_t count, cudaStream_t stream = nullptr) {
-    resize(count);
-    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
-  }
-  void upload(const std::vector<T>& host, cudaStream_t stream = nullptr) { upload(host.data(), host.size(), stream); }
-
-  void download(T* host, std::size_t count, cudaStream_t stream = nullptr) const {
-    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
-  }
-  std::vector<T> to_host(cudaStream_t stream = nullptr) const {
-    std::vector<T> host(size_);
-    download(host.data(), size_, stream);
-    SIMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return host;
-  }
-  void fill_zero(cudaStream_t stream = nullptr) {
-    if (size_ > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(T), stream));
   }
 
   T* data() { return data_; }
@@ -99,12 +88,90 @@ class DeviceBuffer {
 
  private:
   void release() {
-    if (data_ != nullptr) cudaFree(data_);
+    if (data_ != nullptr) Free(data_);
     data_ = nullptr;
     size_ = 0;
   }
   T* data_ = nullptr;
   std::size_t size_ = 0;
+};
+
+// Page-locked host memory (for copies that overlap other work).
+template <class T>
+using PinnedBuffer = CudaMemory<T, pinned_alloc, pinned_free>;
+
+// Device memory, with copies to and from the host.
+template <class T>
+class DeviceBuffer : public CudaMemory<T, device_alloc, device_free> {
+ public:
+  using Base = CudaMemory<T, device_alloc, device_free>;
+  using Base::Base;
+  using Base::data;
+  using Base::resize;
+  using Base::size;
+
+  void upload(const T* host, std::size_t count, cudaStream_t stream = nullptr) {
+    resize(count);
+    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(data(), host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+  }
+  void upload(const std::vector<T>& host, cudaStream_t stream = nullptr) { upload(host.data(), host.size(), stream); }
+
+  void download(T* host, std::size_t count, cudaStream_t stream = nullptr) const {
+    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(host, data(), count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  }
+  std::vector<T> to_host(cudaStream_t stream = nullptr) const {
+    std::vector<T> host(size());
+    download(host.data(), size(), stream);
+    SIMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return host;
+  }
+  void fill_zero(cudaStream_t stream = nullptr) {
+    if (size() > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(data(), 0, size() * sizeof(T), stream));
+  }
+};
+
+// Free and total memory of the current device (simkit/core/memory.hpp's device_memory takes a
+// device index; kernels' capacity checks run with their device already selected).
+struct FreeMemory {
+  std::size_t free = 0, total = 0;
+};
+inline FreeMemory current_device_memory() {
+  FreeMemory m;
+  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
+// A non-blocking stream of the current device, destroyed with the owner (after its work is done).
+class Stream {
+ public:
+  Stream() { SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  operator cudaStream_t() const { return stream_; }  // NOLINT: passed where the runtime takes a stream
+  void synchronize() const { SIMKIT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// An event without timing, for ordering work between streams and the host.
+class Event {
+ public:
+  Event() { SIMKIT_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t stream) { SIMKIT_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void synchronize() const { SIMKIT_CUDA_CHECK(cudaEventSynchronize(event_)); }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace simkit::cuda

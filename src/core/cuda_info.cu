@@ -53,9 +53,8 @@ double initialize_cuda_device(int device) {
 
 DeviceMemory device_memory(int device) {
   cuda::DeviceGuard guard(device);
-  DeviceMemory memory;
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&memory.free, &memory.total));
-  return memory;
+  const cuda::FreeMemory m = cuda::current_device_memory();
+  return DeviceMemory{m.free, m.total};
 }
 
 }  // namespace simkit

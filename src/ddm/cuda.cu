@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,6 @@ class PairStager {
       : step_(std::clamp<std::size_t>(chunk, 1, std::max<std::size_t>(piece, 1))) {}
   PairStager(const PairStager&) = delete;
   PairStager& operator=(const PairStager&) = delete;
-  ~PairStager() {
-    release_stages();
-    for (cudaEvent_t e : copied_)
-      if (e != nullptr) cudaEventDestroy(e);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
 
   void deliver(const Index* d_s, const Index* d_u, std::size_t n, const MatchSink* sink) {
     if (sink == nullptr || !*sink || n == 0) return;
@@ -61,11 +56,11 @@ class PairStager {
     // the incremental matcher's, stay cheap), grown when a later window needs more.
     const std::size_t want = std::min(step_, n);
     if (want > cap_) {
-      release_stages();
-      if (stream_ == nullptr) SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      if (!stream_) stream_ = std::make_unique<cuda::Stream>();
+      stream_->synchronize();  // the stages about to be replaced are no longer being copied into
       for (int b = 0; b < 2; ++b) {
-        SIMKIT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&stage_[b]), 2 * want * sizeof(Index)));
-        if (copied_[b] == nullptr) SIMKIT_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
+        stage_[b].resize(2 * want);
+        if (!copied_[b]) copied_[b] = std::make_unique<cuda::Event>();
       }
       cap_ = want;
       buffer_.resize(cap_);
@@ -74,16 +69,16 @@ class PairStager {
     for (std::size_t p = 0; p <= pieces; ++p) {
       if (p < pieces) {  // start copying piece p
         const std::size_t first = p * cap_, m = std::min(cap_, n - first);
-        Index* stage = stage_[p % 2];
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(stage, d_s + first, m * sizeof(Index), cudaMemcpyDeviceToHost, stream_));
+        Index* stage = stage_[p % 2].data();
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(stage, d_s + first, m * sizeof(Index), cudaMemcpyDeviceToHost, *stream_));
         SIMKIT_CUDA_CHECK(
-            cudaMemcpyAsync(stage + cap_, d_u + first, m * sizeof(Index), cudaMemcpyDeviceToHost, stream_));
-        SIMKIT_CUDA_CHECK(cudaEventRecord(copied_[p % 2], stream_));
+            cudaMemcpyAsync(stage + cap_, d_u + first, m * sizeof(Index), cudaMemcpyDeviceToHost, *stream_));
+        copied_[p % 2]->record(*stream_);
       }
       if (p > 0) {  // meanwhile widen and deliver piece p - 1
         const std::size_t first = (p - 1) * cap_, m = std::min(cap_, n - first);
-        SIMKIT_CUDA_CHECK(cudaEventSynchronize(copied_[(p - 1) % 2]));
-        const Index* stage = stage_[(p - 1) % 2];
+        copied_[(p - 1) % 2]->synchronize();
+        const Index* stage = stage_[(p - 1) % 2].data();
         widen_pairs(stage, stage + cap_, m, buffer_.data());
         (*sink)(buffer_.data(), m);
       }
@@ -91,19 +86,12 @@ class PairStager {
   }
 
  private:
-  void release_stages() {
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-    for (Index*& p : stage_) {
-      if (p != nullptr) cudaFreeHost(p);
-      p = nullptr;
-    }
-    cap_ = 0;
-  }
-
   std::size_t step_, cap_ = 0;
-  Index* stage_[2] = {nullptr, nullptr};  // s positions, then u positions (cap_ each)
-  cudaEvent_t copied_[2] = {nullptr, nullptr};
-  cudaStream_t stream_ = nullptr;
+  // Members are destroyed in reverse order: the stream (which waits for its copies) before the
+  // events and the stages, so a stage is never freed under a copy.
+  cuda::PinnedBuffer<Index> stage_[2];  // s positions, then u positions (cap_ each)
+  std::unique_ptr<cuda::Event> copied_[2];
+  std::unique_ptr<cuda::Stream> stream_;
   std::vector<Match> buffer_;
 };
 
@@ -339,8 +327,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   {
     // Device memory per region: the bounds twice (input and sorted), sort keys, indices, counts
     // and offsets; the pairs themselves go in windows of whatever is left.
-    std::size_t free = 0, device_total = 0;
-    SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+    const std::size_t free = cuda::current_device_memory().free;
     const double need = static_cast<double>(ns + nu) * (4.0 * sizeof(T) * static_cast<double>(dims) + 2.0 * sizeof(T) +
                                                         3.0 * sizeof(Index) + 4.0 + 16.0);
     if (need > 0.9 * static_cast<double>(free)) {
@@ -405,8 +392,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, counts.data(), offsets.data() + 1, regions));
   unsigned long long total = 0;
   SIMKIT_CUDA_CHECK(cudaMemcpy(&total, offsets.data() + regions, sizeof(total), cudaMemcpyDeviceToHost));
-  std::size_t free = 0, device_total = 0;
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  const std::size_t free = cuda::current_device_memory().free;
   const unsigned long long fit = std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index)));
   // A window holds at most chunk pairs (MatchOptions::chunk_pairs) and half the free memory.
   const unsigned long long capacity = std::min<unsigned long long>(
@@ -492,8 +478,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   if (s.size == 0 || u.size == 0) return 0;
   const std::size_t ns = s.size, nu = u.size, dims = static_cast<std::size_t>(s.dims);
   const std::size_t words = (nu + 31) / 32;
-  std::size_t free = 0, device_total = 0;
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  std::size_t free = cuda::current_device_memory().free;
   const double matrix = static_cast<double>(ns) * static_cast<double>(words) * 4.0;
   if (matrix > 0.6 * static_cast<double>(free) || ns >= std::numeric_limits<Index>::max()) {
     throw UserError("algorithm", " bitmatrix: the " + std::to_string(ns) + " x " + std::to_string(nu) +
@@ -546,7 +531,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
     }
     return total;
   }
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &device_total));
+  free = cuda::current_device_memory().free;
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index))),
        std::max<unsigned long long>(chunk, 1)});

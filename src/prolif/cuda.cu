@@ -67,12 +67,7 @@ __global__ void __launch_bounds__(kBlock)
 std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,
                            const RunOptions& options, const CellProgress& progress) {
   DeviceGuard guard(options.device);
-  cudaStream_t stream = nullptr;
-  SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamOwner {
-    cudaStream_t s;
-    ~StreamOwner() { cudaStreamDestroy(s); }
-  } owner{stream};
+  const ::simkit::cuda::Stream stream;
 
   // All runs' counts in one buffer (they start from the host's quiescent counts), stats beside.
   std::vector<std::size_t> offsets(runs.size() + 1, 0);

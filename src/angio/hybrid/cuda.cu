@@ -678,8 +678,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   int hash_bits = 4;
   while ((1LL << hash_bits) < 2 * segments + 64) ++hash_bits;
   const Capacity capacity{segments, tips};
-  std::size_t free = 0, total = 0;
-  SIMKIT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const std::size_t free = ::simkit::cuda::current_device_memory().free;
   const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
   const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, tip_uptake, p.nodes);
   const auto fit = static_cast<long long>(static_cast<double>(free) * 0.6 / static_cast<double>(per));
