@@ -1,6 +1,10 @@
-// Every ddm algorithm against brute force on random inputs: d = 1..4, each overlap rule, integer
+// Every ddm algorithm, on every backend, against the oracle written in the test (one suite
+// parameterised over the algorithms: brute force, sbm, interval tree and grid on the reference
+// backend, the parallel matcher on cpu, the GPU and bit-matrix matchers on cuda, which skip with
+// the reason without a usable device): random inputs in d = 1..4 under each overlap rule, integer
 // coordinates on a small range (many ties, zero-length ranges), doubles, 64-bit bounds above 2^53,
-// empty sets, one region, all-overlapping sets, and pair outputs larger than the chunk size.
+// small regions in a large space, empty sets, one region, all-overlapping sets, and pair outputs
+// in many windows and staging pieces (chunk sizes far below the pair count).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,58 +52,70 @@ void expect_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, con
   test::expect_counts(s, u, o, expected);
 }
 
-template <class T>
-void random_cases(const std::vector<Matcher>& runs, T base, std::uint64_t span, int trials) {
-  std::mt19937_64 gen(20261122 + span);
-  for (int trial = 0; trial < trials; ++trial) {
-    const int dims = 1 + trial % 4;
-    const std::size_t ns = 1 + gen() % 120, nu = 1 + gen() % 120;
-    const RegionSet<T> s = random_set<T>(gen, ns, dims, base, span);
-    const RegionSet<T> u = random_set<T>(gen, nu, dims, base, span, 5, 1000000);
-    for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
-      for (const Matcher& run : runs)
-        expect_matches(s, u, rule, run, 1 + gen() % 50, 1 + trial % 3, "trial " + std::to_string(trial));
-  }
+// Every algorithm with its backend: the parameter of the suite.
+std::vector<Matcher> every_run() {
+  std::vector<Matcher> runs = host_runs();
+  runs.push_back({Algorithm::Gpu, Backend::Cuda});
+  runs.push_back({Algorithm::BitMatrix, Backend::Cuda});
+  return runs;
 }
 
-TEST(DdmMatch, IntegerTiesU32) { random_cases<std::uint32_t>(host_runs(), 0u, 12, 24); }
-TEST(DdmMatch, IntegerTiesU64Above2To53) {
-  random_cases<std::uint64_t>(host_runs(), (std::uint64_t{1} << 60) + 3, 20, 24);
-}
-TEST(DdmMatch, Doubles) { random_cases<double>(host_runs(), -7.25, 40, 24); }
-TEST(DdmMatch, WideRangesU64) { random_cases<std::uint64_t>(host_runs(), 0, 1u << 20, 12); }
+class DdmAlgorithm : public testing::TestWithParam<Matcher> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == Backend::Cuda) SIMKIT_SKIP_WITHOUT_CUDA();
+  }
+  // Random sets of up to `most` regions in d = 1..4, each rule, random chunk sizes.
+  template <class T>
+  void random_cases(T base, std::uint64_t span, int trials, std::size_t most = 120) {
+    std::mt19937_64 gen(20261122 + span);
+    for (int trial = 0; trial < trials; ++trial) {
+      const int dims = 1 + trial % 4;
+      const std::size_t ns = 1 + gen() % most, nu = 1 + gen() % most;
+      const RegionSet<T> s = random_set<T>(gen, ns, dims, base, span);
+      const RegionSet<T> u = random_set<T>(gen, nu, dims, base, span, 5, 1000000);
+      for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
+        expect_matches(s, u, rule, GetParam(), 1 + gen() % 50, 1 + trial % 3, "trial " + std::to_string(trial));
+    }
+  }
+};
+
+TEST_P(DdmAlgorithm, IntegerTiesU32) { random_cases<std::uint32_t>(0u, 12, 24); }
+TEST_P(DdmAlgorithm, IntegerTiesU64Above2To53) { random_cases<std::uint64_t>((std::uint64_t{1} << 60) + 3, 20, 24); }
+TEST_P(DdmAlgorithm, Doubles) { random_cases<double>(-7.25, 40, 24); }
+TEST_P(DdmAlgorithm, WideRangesU64) { random_cases<std::uint64_t>(0, 1u << 20, 12); }
+TEST_P(DdmAlgorithm, LargerSets) { random_cases<std::uint32_t>(0u, 30, 8, 300); }
 
 // Small regions in a large space (the literature's workloads): the sort-based matchers cut the
-// secondary dimension into many strips; integer bounds keep ties at strip edges.
-TEST(DdmMatch, SmallRegionsManyStrips) {
+// secondary dimension into many strips; integer bounds keep ties at strip edges; pairs come in
+// windows of 333.
+TEST_P(DdmAlgorithm, SmallRegionsManyStripsAndWindows) {
   std::mt19937_64 gen(77);
-  for (int dims : {2, 3}) {
+  for (int dims : {1, 2, 3}) {
     RegionSet<std::uint64_t> s = random_set<std::uint64_t>(gen, 1500, dims, 0, 4000, 9);
     RegionSet<std::uint64_t> u = random_set<std::uint64_t>(gen, 1300, dims, 0, 4000, 11, 50000);
     for (RegionSet<std::uint64_t>* r : {&s, &u})
       for (std::size_t k = 0; k < r->lower.size(); ++k) r->upper[k] = std::min(r->upper[k], r->lower[k] + 60 + k % 7);
     for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
-      for (const Matcher& run : host_runs()) expect_matches(s, u, rule, run, 4096, 4, "dims " + std::to_string(dims));
+      expect_matches(s, u, rule, GetParam(), 333, 4, "dims " + std::to_string(dims));
   }
 }
 
 // 2^53 + 1 is not a double: a matcher that went through double would see [2^53, 2^53 + 1) and
 // [2^53 + 1, 2^53 + 2) as overlapping under half-open.
-TEST(DdmMatch, SixtyFourBitBoundsAreNotRounded) {
+TEST_P(DdmAlgorithm, SixtyFourBitBoundsAreNotRounded) {
   const std::uint64_t big = std::uint64_t{1} << 53;
   RegionSet<std::uint64_t> s{1, {10}, {big}, {big + 1}}, u{1, {20}, {big + 1}, {big + 2}};
-  for (const Matcher& run : host_runs()) {
-    MatchOptions o;
-    o.rule = Rule::HalfOpen;
-    o.algorithm = run.algorithm;
-    o.backend = run.backend;
-    EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 0u) << to_string(run.algorithm);
-    o.rule = Rule::Closed;
-    EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 1u) << to_string(run.algorithm);
-  }
+  MatchOptions o;
+  o.rule = Rule::HalfOpen;
+  o.algorithm = GetParam().algorithm;
+  o.backend = GetParam().backend;
+  EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 0u);
+  o.rule = Rule::Closed;
+  EXPECT_EQ(count_pairs(view(s), view(u), o).pairs, 1u);
 }
 
-TEST(DdmMatch, EdgeCases) {
+TEST_P(DdmAlgorithm, EdgeCases) {
   std::mt19937_64 gen(5);
   const RegionSet<std::uint32_t> empty{2, {}, {}, {}};
   const RegionSet<std::uint32_t> some = random_set<std::uint32_t>(gen, 30, 2, 0, 10);
@@ -108,15 +124,50 @@ TEST(DdmMatch, EdgeCases) {
   RegionSet<std::uint32_t> all_s{2, {}, {}, {}}, all_u{2, {}, {}, {}};
   for (std::uint64_t i = 0; i < 40; ++i) all_s.ids.push_back(i), all_u.ids.push_back(i);
   all_s.lower.assign(80, 0), all_s.upper.assign(80, 100), all_u.lower.assign(80, 0), all_u.upper.assign(80, 100);
-  for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed})
-    for (const Matcher& run : host_runs()) {
-      expect_matches(empty, some, rule, run, 7, 2, "empty S");
-      expect_matches(some, empty, rule, run, 7, 2, "empty U");
-      expect_matches(one, some, rule, run, 7, 2, "one S");
-      expect_matches(some, one, rule, run, 7, 2, "one U");
-      expect_matches(all_s, all_u, rule, run, 64, 3, "all overlapping");
-    }
+  for (Rule rule : {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed}) {
+    expect_matches(empty, some, rule, GetParam(), 7, 2, "empty S");
+    expect_matches(some, empty, rule, GetParam(), 7, 2, "empty U");
+    expect_matches(one, some, rule, GetParam(), 7, 2, "one S");
+    expect_matches(some, one, rule, GetParam(), 7, 2, "one U");
+    expect_matches(all_s, all_u, rule, GetParam(), 64, 3, "all overlapping");
+  }
 }
+
+// Windows larger than the GPU's staging pieces (2^20 pairs): 3000 x 3000 all-overlapping regions
+// give 9e6 pairs in windows of 2^21 + 5 (three pieces each, the last a few pairs; a smaller last
+// window): every (s, u) pair arrives exactly once, in sink chunks of at most chunk_pairs.
+TEST_P(DdmAlgorithm, LargeOutputInManyWindowsAndPieces) {
+  const std::size_t n = 3000, chunk = (std::size_t{1} << 21) + 5;
+  RegionSet<std::uint32_t> s{1, {}, std::vector<std::uint32_t>(n, 10u), std::vector<std::uint32_t>(n, 20u)};
+  for (std::size_t i = 0; i < n; ++i) s.ids.push_back(i);
+  const RegionSet<std::uint32_t> u = s;
+  MatchOptions o;
+  o.backend = GetParam().backend;
+  o.algorithm = GetParam().algorithm;
+  o.chunk_pairs = chunk;
+  std::vector<unsigned char> seen(n * n, 0);
+  std::size_t calls = 0, bad = 0, largest = 0;
+  const MatchReport r = match_pairs(view(s), view(u), o, [&](const Match* m, std::size_t k) {
+    ++calls;
+    largest = std::max(largest, k);
+    for (std::size_t q = 0; q < k; ++q) {
+      if (m[q].s >= n || m[q].u >= n || seen[m[q].s * n + m[q].u]++ != 0) ++bad;
+    }
+  });
+  EXPECT_EQ(r.pairs, n * n);
+  EXPECT_EQ(bad, 0u);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(n * n));
+  EXPECT_LE(largest, chunk);
+  EXPECT_GE(calls, 5u);  // 9e6 pairs in sink chunks of at most 2^21 + 5
+}
+
+// Test names take letters, digits and underscores: "interval-tree" becomes "interval_tree".
+std::string algorithm_name(const testing::TestParamInfo<Matcher>& run) {
+  std::string name(to_string(run.param.algorithm));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+INSTANTIATE_TEST_SUITE_P(, DdmAlgorithm, testing::ValuesIn(every_run()), algorithm_name);
 
 // The rules on the examples of docs/ddm.md ("The three overlap rules").
 TEST(DdmMatch, RulesOnTheDocumentedExamples) {

@@ -1,21 +1,17 @@
-// prolif engine: the cpu backend against the reference on random problems (exact equality, any
-// thread count), reproducibility by seed, replicates, output times, hand-checked edge cases, the
-// generation limit, and the analysis helpers (binning, Hellinger, percentiles).
+// prolif engine: reproducibility by seed, replicates, output times, hand-checked edge cases and the
+// analysis helpers (binning, Hellinger, percentiles). The backends against each other:
+// backends_test.cpp.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "simkit/core/error.hpp"
 #include "problems.hpp"
 #include "simkit/prolif/analysis.hpp"
 #include "simkit/prolif/prolif.hpp"
@@ -26,33 +22,8 @@ namespace {
 
 using namespace simkit::prolif::test_problems;
 
-// ----------------------------------------------------------------------------------------------
-// 1. Backends agree exactly
-
-TEST(ProlifSimulate, CpuEqualsReferenceOnRandomProblemsForAnyThreadCount) {
-  const std::uint64_t seed = simkit::test::test_seed(20240611);
-  std::printf("ProlifSimulate seed: %llu (set SIMKIT_TEST_SEED to repeat)\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
-  std::uint64_t total_divisions = 0;
-  for (int n = 0; n < 10; ++n) {
-    const Problem p = random_problem(rng);
-    SCOPED_TRACE("test seed " + std::to_string(seed) + ", problem " + std::to_string(n) + ": " + p.description);
-    const std::uint64_t run_seed = rng();
-    const Result ref = simulate(p.initial, p.model, options(Backend::Reference, run_seed));
-    ASSERT_EQ(ref.times, p.model.times.size());
-    ASSERT_EQ(ref.rows, p.initial.values.size());
-    total_divisions += ref.divisions;
-    std::printf("  problem %d: %s -> %llu divisions, %llu cells at t_max\n", n, p.description.c_str(),
-                static_cast<unsigned long long>(ref.divisions),
-                static_cast<unsigned long long>(ref.total(ref.times - 1)));
-    for (int threads : {1, 2, 3, 7}) {
-      const Result cpu = simulate(p.initial, p.model, options(Backend::Cpu, run_seed, threads));
-      expect_same(ref, cpu, "cpu, " + std::to_string(threads) + " threads");
-    }
-  }
-  // The problems must exercise divisions at all, or the comparison proves little.
-  EXPECT_GT(total_divisions, 1000u);
-}
+// (The backends against the reference, exact schedules on every backend and the generation limit:
+// backends_test.cpp.)
 
 // ----------------------------------------------------------------------------------------------
 // 2. Seeds
@@ -210,22 +181,6 @@ TEST(ProlifSimulate, PhiMinAboveEveryInputKeepsInitialCellsUntilTheyDivide) {
   }
 }
 
-TEST(ProlifSimulate, SingleCellWithFixedDivisionTimeDoublesOnSchedule) {
-  const InitialHistogram h = histogram({1000}, {1});
-  const Model m = model_of({proliferating("P1", 1.0, 10, 0)}, 1, {0, 5, 9.999, 10, 15, 20, 25, 30});
-  for (Backend b : {Backend::Reference, Backend::Cpu}) {
-    const Result r = simulate(h, m, options(b, 9, 2));
-    const std::vector<std::vector<std::uint64_t>> expected{{1},    {1},       {1},       {0, 2},
-                                                           {0, 2}, {0, 0, 4}, {0, 0, 4}, {0, 0, 0, 8}};
-    for (std::size_t t = 0; t < expected.size(); ++t) EXPECT_EQ(r.by_generation(t), expected[t]) << "t index " << t;
-    EXPECT_EQ(r.divisions, 1u + 2u + 4u);  // at 10, 20 and 30 (t_max: a division at t_max counts)
-    const auto exact = exact_histogram(r, h, 7);
-    ASSERT_EQ(exact.size(), 1u);
-    EXPECT_EQ(exact[0].first, 125.0);
-    EXPECT_EQ(exact[0].second, 8u);
-  }
-}
-
 TEST(ProlifSimulate, DivisionExactlyAtTMaxHappens) {
   const InitialHistogram h = histogram({1000}, {1});
   {
@@ -266,21 +221,6 @@ TEST(ProlifSimulate, PhiMinZeroFollowsGenerationsWhileTheyFit) {
   const Result r = simulate(h, m, options(Backend::Reference, 1));
   EXPECT_EQ(r.by_generation(0), (std::vector<std::uint64_t>{0, 0, 0, 16}));
   EXPECT_EQ(r.divisions, 14u);
-}
-
-// 10^9 cells in one H(0) line at t = 0: all counted, exactly. Nine tenths are quiescent so that the
-// CPU suite stays fast (each proliferating initial cell is one lineage walk, ~30 ns on one core);
-// simulate_cuda_test runs the same line fully proliferating.
-TEST(ProlifSimulate, BillionCellLineAtTimeZero) {
-  const InitialHistogram h = histogram({500, 2000}, {1000000000, 3});
-  const Model m = model_of({quiescent(0.9), proliferating("P1", 0.1, 20, 0)}, 1, {0});
-  const Result r = simulate(h, m, options(Backend::Cpu, 1, 0));
-  EXPECT_EQ(r.total(0), 1000000003u);
-  EXPECT_EQ(r.at(0, 0, 0, 0) + r.at(0, 0, 0, 1), 1000000000u);
-  // The multinomial split: 10^8 expected proliferating, sd 9487; 10 sd is never reached by chance.
-  EXPECT_NEAR(static_cast<double>(r.at(0, 0, 0, 1)), 1e8, 1e5);
-  EXPECT_EQ(r.by_generation(0), std::vector<std::uint64_t>{1000000003u});
-  EXPECT_EQ(r.divisions, 0u);
 }
 
 TEST(ProlifSimulate, BillionQuiescentCellsAtSeveralTimes) {
@@ -332,49 +272,6 @@ TEST(ProlifSimulate, QuiescentCellsAreCountedEvenBelowPhiMin) {
 
 // ----------------------------------------------------------------------------------------------
 // 7. Generation limit
-
-// A lineage that would pass 62 generations must be rejected with a UserError, and quickly: the
-// check runs in a child process under an alarm so that a walk of 2^62 cells fails the test
-// instead of hanging the suite.
-TEST(ProlifSimulateDeathTest, MoreThan62GenerationsIsAUserError) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto attempt = [](double phi_min) {
-    alarm(20);
-    const InitialHistogram h = histogram({100}, {1});
-    const Model m = model_of({proliferating("P1", 1.0, 1, 0)}, phi_min, {70});
-    try {
-      (void)simulate(h, m, options(Backend::Reference, 1));
-    } catch (const UserError& e) {
-      const std::string message = e.what();
-      std::fprintf(stderr, "message: %s\n", e.what());
-      std::exit(message.find("generations") != std::string::npos ? 0 : 3);
-    } catch (...) {
-      std::exit(4);
-    }
-    std::exit(5);
-  };
-  EXPECT_EXIT(attempt(1e-30), ::testing::ExitedWithCode(0), "message: .*generations");
-  EXPECT_EXIT(attempt(0.0), ::testing::ExitedWithCode(0), "message: .*generations");
-}
-
-TEST(ProlifSimulateDeathTest, MoreThan62GenerationsIsAUserErrorOnTheCpuBackend) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto attempt = [] {
-    alarm(20);
-    const InitialHistogram h = histogram({100}, {1});
-    const Model m = model_of({proliferating("P1", 1.0, 1, 0)}, 1e-30, {70});
-    try {
-      (void)simulate(h, m, options(Backend::Cpu, 1, 2));
-    } catch (const UserError& e) {
-      std::fprintf(stderr, "message: %s\n", e.what());
-      std::exit(std::string(e.what()).find("generations") != std::string::npos ? 0 : 3);
-    } catch (...) {
-      std::exit(4);
-    }
-    std::exit(5);
-  };
-  EXPECT_EXIT(attempt(), ::testing::ExitedWithCode(0), "message: .*generations");
-}
 
 // ----------------------------------------------------------------------------------------------
 // 8. Analysis
