@@ -1,4 +1,5 @@
-// angio's cuda backend against the reference: random grids (3D, 2D, sizes that are not multiples
+// angio's cuda kernel variants against the reference (the default kernels through make_solver are
+// in solver_test.cpp's AngioSolverBackend/cuda): random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
 // chunks, tiles, two steps per pass, the staged kernel, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
 // and --fmad=false, so the fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64: max|diff| <=
@@ -189,36 +190,8 @@ TEST(AngioCuda, KernelVariantsAgree) {
   compare_with_reference<float>(g, Form::Expanded, 20, 9, naive);
 }
 
-// The kernels the backend picks by default (docs/performance.md: fp32 marching, fp64 staged, in
-// both forms), through make_solver, with
-// an odd number of steps and a series row at the end.
-template <class T>
-void expect_default_equals_reference(Form form) {
-  Problem p;
-  p.grid = Grid{57, 38, 29, 1.0 / 56};
-  p.form = form;
-  p.model.diffusion = 0.02;
-  p.precision = std::is_same_v<T, float> ? Precision::Fp32 : Precision::Fp64;
-  std::mt19937_64 rng(91);
-  const Fields<T> initial = random_fields<T>(p.grid, rng);
-  p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
-  RunOptions options;
-  auto reference = make_solver<T>(p, initial, Backend::Reference, options);
-  auto gpu = make_solver<T>(p, initial, Backend::Cuda, options);
-  const Reductions a = reference->advance(57, true), b = gpu->advance(57, true);
-  Fields<T> u, v;
-  reference->read(u);
-  gpu->read(v);
-  EXPECT_TRUE(u.n == v.n && u.f == v.f && u.c == v.c) << (form == Form::Flux ? "flux" : "expanded");
-  for (int q = 0; q < 3; ++q) EXPECT_EQ(a.max[q], b.max[q]);
-}
-TEST(AngioCuda, DefaultKernelsEqualReference) {
-  SIMKIT_SKIP_WITHOUT_CUDA();
-  for (Form form : {Form::Expanded, Form::Flux}) {
-    expect_default_equals_reference<float>(form);
-    expect_default_equals_reference<double>(form);
-  }
-}
+// (The default kernels, through make_solver, on random grids: AngioSolverBackend/cuda in
+// solver_test.cpp.)
 
 TEST(AngioCuda, AndersonChaplainInitialStateStaysBitwiseEqual) {
   SIMKIT_SKIP_WITHOUT_CUDA();
