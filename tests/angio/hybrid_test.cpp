@@ -1,16 +1,21 @@
 // The hybrid model's reference backend (docs/angio.md, "Rules"): the move rule's frequencies, the
-// order-of-events invariants, the network graph's invariants and determinism by seed.
+// order-of-events invariants, the network graph's invariants and determinism by seed; and every
+// backend against it (AngioHybridBackend).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/angio/hybrid_io.hpp"
 #include "angio/hybrid/model.hpp"
 #include "core/rng.hpp"
+#include "hybrid_choices.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -241,27 +246,77 @@ TEST(AngioHybrid, TafDiffusionFollowsTheContinuousStencil) {
   }
 }
 
-// With uptake (eta > 0) TAF falls where the tips have been, and the cpu backend (threads) equals
-// the reference with D_c > 0 as it does without.
-TEST(AngioHybrid, TafDiffusionWithUptakeCpuEqualsReference) {
+// ----------------------------------------------------------------------------------------------
+// Every backend against the reference (one suite parameterised over the backends: cpu on 3
+// threads, cuda; the cuda instances skip with the reason without a usable device), through the
+// public entry point: realisation r is the reference's run with seed + r, bit for bit.
+
+class AngioHybridBackend : public testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::Cuda) SIMKIT_SKIP_WITHOUT_CUDA();
+  }
+  std::vector<Realisation> ensemble(const HybridProblem& p, std::uint64_t seed, int replicates) const {
+    RunOptions o;
+    o.backend = GetParam();
+    o.seed = seed;
+    o.threads = 3;
+    HybridEnsemble e = run_hybrid_ensemble(p, replicates, o);
+    EXPECT_EQ(e.backend, GetParam());
+    return std::move(e.realisations);
+  }
+};
+
+// Random problems (test_choices::random_problem): 2D and 3D grids, random taxis and branching
+// parameters, both TAF sources, random rule choices.
+TEST_P(AngioHybridBackend, RandomRulesEqualReference) {
+  std::mt19937_64 gen(20261124);
+  for (int trial = 0; trial < 8; ++trial) {
+    const HybridProblem p = test_choices::random_problem(gen, trial, 0.75, 300);
+    const std::uint64_t seed = 500 + static_cast<std::uint64_t>(trial) * 31;
+    const int replicates = 6;
+    const std::vector<Realisation> got = ensemble(p, seed, replicates);
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(replicates));
+    for (int r = 0; r < replicates; ++r) {
+      test_choices::expect_same(got[static_cast<std::size_t>(r)], run_hybrid_reference(p, seed + static_cast<std::uint64_t>(r)),
+                                "trial " + std::to_string(trial) + " r " + std::to_string(r));
+    }
+  }
+}
+
+// The 2D A&C case with chemotaxis only and the default capacities (on the GPU: the usual sizes).
+TEST_P(AngioHybridBackend, TwoDimensionalCaseEqualsReference) {
+  HybridProblem p;
+  p.grid = Grid{201, 201, 1, 0.005};
+  p.model.haptotaxis = 0;
+  p.dt = 0.01;
+  const std::vector<Realisation> got = ensemble(p, 7, 12);
+  for (std::size_t r = 0; r < got.size(); ++r) {
+    test_choices::expect_same(got[r], run_hybrid_reference(p, 7 + r), "r " + std::to_string(r));
+  }
+}
+
+// With uptake (eta > 0) TAF falls where the tips have been, and every backend equals the reference
+// with D_c > 0 as it does without, realisation 0's final c field included.
+TEST_P(AngioHybridBackend, TafDiffusionWithUptakeEqualsReference) {
   HybridProblem p = small_problem();
   p.model.taf_diffusion = 0.005;
   p.model.haptotaxis = 0;
   p.hybrid.t_max = 0.6;
-  const std::vector<Realisation> cpu = run_hybrid_ensemble(p, 5, 4, Backend::Cpu, 3);
+  const std::vector<Realisation> got = ensemble(p, 5, 4);
   for (int r = 0; r < 4; ++r) {
     const Realisation ref = run_hybrid_reference(p, 5 + static_cast<std::uint64_t>(r));
-    EXPECT_EQ(cpu[static_cast<std::size_t>(r)].segments.size(), ref.segments.size());
-    EXPECT_EQ(cpu[static_cast<std::size_t>(r)].occupied, ref.occupied);
+    EXPECT_EQ(got[static_cast<std::size_t>(r)].segments.size(), ref.segments.size());
+    EXPECT_EQ(got[static_cast<std::size_t>(r)].occupied, ref.occupied);
     // An ensemble keeps realisation 0's final c field only (nodes x 8 bytes each).
     if (r == 0) {
-      EXPECT_EQ(cpu[0].final_c, ref.final_c);
+      EXPECT_EQ(got[0].final_c, ref.final_c);
     } else {
-      EXPECT_TRUE(cpu[static_cast<std::size_t>(r)].final_c.empty());
+      EXPECT_TRUE(got[static_cast<std::size_t>(r)].final_c.empty());
     }
   }
   // Uptake: c is lower at the occupied nodes than the same run without tips would give there.
-  const Realisation& r = cpu.front();
+  const Realisation& r = got.front();
   ASSERT_FALSE(r.final_c.empty());
   HybridProblem no_uptake = p;
   no_uptake.model.taf_uptake = 0;
@@ -271,6 +326,9 @@ TEST(AngioHybrid, TafDiffusionWithUptakeCpuEqualsReference) {
     lower += r.final_c[static_cast<std::size_t>(node)] < free_c.final_c[static_cast<std::size_t>(node)] ? 1 : 0;
   EXPECT_EQ(lower, r.occupied.size());
 }
+
+std::string backend_name(const testing::TestParamInfo<Backend>& info) { return std::string(to_string(info.param)); }
+INSTANTIATE_TEST_SUITE_P(, AngioHybridBackend, testing::Values(Backend::Cpu, Backend::Cuda), backend_name);
 
 // The end-of-run fields of a realisation: n = 1 exactly on the vessel and the occupied nodes,
 // f and c untouched elsewhere, and at an initial sprout's node (occupied at step 0) the closed
