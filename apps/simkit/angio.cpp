@@ -135,11 +135,12 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   if (cfg.quicklook && !*cfg.quicklook) a.no_quicklook = true;
   choose_hybrid_step(p, a.dt ? a.dt : cfg.dt, a.force);
   validate(p);
-  // The output directory first: a bad --out fails before any work.
-  const std::filesystem::path out = a.out;
-  ensure_output_directory(out);
+  // The options, then the output directory: bad options leave no directory behind, and a bad
+  // --out fails before any work.
   a.common.seed = a.seed.value_or(1);
   RunOptions options = to_run_options(a.common);
+  const std::filesystem::path out = a.out;
+  ensure_output_directory(out);
   const Backend backend = options.backend;
   if (backend == Backend::Cuda) initialize_cuda_device(options.device);
   Progress progress("angio hybrid", "realisations", a.common.quiet);

@@ -26,7 +26,8 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
       ->check(CLI::IsMember(names_of(kBackendNames)))
       ->capture_default_str();
   app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", o.threads, "CPU threads for the cpu backend (0: all)")
+  app.add_option("--threads", o.threads,
+                 "CPU threads for the cpu backend (0: all; at most 4 x the hardware threads, never fewer than 256)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");
@@ -44,7 +45,7 @@ inline RunOptions to_run_options(const CommonRunOptions& o) {
   r.backend = resolve_backend(parse_backend(o.backend), o.device);
   r.device = o.device;
   r.seed = o.seed;
-  r.threads = o.threads;
+  r.threads = checked_threads(o.threads);
   return r;
 }
 

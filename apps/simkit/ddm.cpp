@@ -143,7 +143,7 @@ int run_match(const MatchArgs& a) {
   o.algorithm = parse_algorithm(a.algorithm);
   o.backend = parse_backend(a.common.backend);
   o.device = a.common.device;
-  o.threads = a.common.threads;
+  o.threads = checked_threads(a.common.threads);
   const std::optional<Coords> coords =
       a.coords == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(a.coords));
   std::string mode = "count", out;

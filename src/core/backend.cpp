@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
+
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
 
@@ -36,7 +38,22 @@ Backend resolve_backend(Backend requested, int device) {
   return Backend::Cuda;
 }
 
-int effective_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+int max_threads() { return std::max(256, 4 * omp_get_num_procs()); }
+
+int checked_threads(int requested) {
+  if (requested < 0) throw UserError("threads", fmt::format(" {}: expected 0 (all) or more", requested));
+  if (requested > max_threads()) {
+    throw UserError("threads", fmt::format(" {}: at most {} (four times this machine's {} hardware threads, and never "
+                                           "fewer than 256)",
+                                           requested, max_threads(), omp_get_num_procs()));
+  }
+  return requested;
+}
+
+int effective_threads(int requested) {
+  checked_threads(requested);
+  return requested > 0 ? requested : omp_get_max_threads();
+}
 
 std::string device_description(Backend resolved, int device, int threads) {
   if (resolved == Backend::Cuda) {

@@ -381,10 +381,7 @@ simkit_ddm_status simkit_ddm_set_algorithm(simkit_ddm_matcher* matcher, simkit_d
 
 simkit_ddm_status simkit_ddm_set_threads(simkit_ddm_matcher* matcher, int threads) {
   return guarded(matcher, [&] {
-    if (threads < 0) {
-      throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("threads {}: expected 0 (all) or more", threads));
-    }
-    matcher->options.threads = threads;
+    matcher->options.threads = simkit::checked_threads(threads);  // a UserError: SIMKIT_DDM_BAD_INPUT
     return SIMKIT_DDM_OK;
   });
 }

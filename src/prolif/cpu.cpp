@@ -23,7 +23,7 @@ WalkStats run_one(const PreparedRun& run, Result& result, int threads, const Cel
       chunks.push_back({s, c, std::min(kChunk, run.segments[s].count - c)});
     }
   }
-  const int nthreads = threads > 0 ? threads : omp_get_max_threads();
+  const int nthreads = effective_threads(threads);
   std::vector<std::vector<std::uint64_t>> partial(static_cast<std::size_t>(nthreads));
   std::vector<WalkStats> stats(static_cast<std::size_t>(nthreads));
   const std::int64_t nchunks = static_cast<std::int64_t>(chunks.size());

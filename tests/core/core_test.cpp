@@ -175,6 +175,23 @@ TEST(Backend, DescriptionsAndThreads) {
   EXPECT_GE(simkit::effective_threads(0), 1);
 }
 
+// Thread counts the OpenMP runtime cannot start (100000 ended in a SIGSEGV inside libgomp, INT_MAX
+// in its exit(1)) are refused as a UserError naming `threads`, before any work.
+TEST(Backend, ThreadCountsAreLimited) {
+  EXPECT_GE(simkit::max_threads(), 256);
+  EXPECT_EQ(simkit::checked_threads(0), 0);
+  EXPECT_EQ(simkit::checked_threads(simkit::max_threads()), simkit::max_threads());
+  for (int bad : {-1, simkit::max_threads() + 1, 100000, std::numeric_limits<int>::max()}) {
+    try {
+      (void)simkit::effective_threads(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const simkit::UserError& e) {
+      EXPECT_EQ(e.field(), "threads") << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- SVG -------------------------------------------------------------------------------------------
 
 simkit::PlotSeries series(std::string label, std::vector<double> x, std::vector<double> y) {

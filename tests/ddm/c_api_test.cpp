@@ -433,6 +433,10 @@ TEST(DdmCApi, OptionRanges) {
   EXPECT_EQ(simkit_ddm_set_algorithm(m, raw_enum<simkit_ddm_algorithm>(8)), SIMKIT_DDM_BAD_INPUT);
   EXPECT_EQ(simkit_ddm_set_algorithm(m, raw_enum<simkit_ddm_algorithm>(-1)), SIMKIT_DDM_BAD_INPUT);
   EXPECT_EQ(simkit_ddm_set_threads(m, -1), SIMKIT_DDM_BAD_INPUT);
+  // More threads than the OpenMP runtime can start used to kill the calling program.
+  EXPECT_EQ(simkit_ddm_set_threads(m, 100000), SIMKIT_DDM_BAD_INPUT);
+  EXPECT_NE(std::string(simkit_ddm_last_error(m)).find("at most"), std::string::npos) << simkit_ddm_last_error(m);
+  EXPECT_EQ(simkit_ddm_set_threads(m, 2147483647), SIMKIT_DDM_BAD_INPUT);
   EXPECT_EQ(simkit_ddm_set_device(m, -1), SIMKIT_DDM_BAD_INPUT);
   EXPECT_EQ(simkit_ddm_set_chunk_pairs(m, 0), SIMKIT_DDM_BAD_INPUT);
   EXPECT_NE(std::string(simkit_ddm_last_error(m)).find("chunk_pairs"), std::string::npos);

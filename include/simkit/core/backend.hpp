@@ -40,7 +40,12 @@ struct RunOptions {
 // Human-readable description of what ran: "NVIDIA H100 80GB HBM3 (device 0)" or "CPU, 16 threads".
 std::string device_description(Backend resolved, int device, int threads);
 
-// Number of threads the cpu backend uses for `requested` (0 = all).
+// The most threads a run may ask for: four times the machine's hardware threads, and at least 256
+// (far more threads than cores only slow a run; tens of thousands exhaust the OpenMP runtime).
+int max_threads();
+// `requested` (0: all), or a UserError naming `threads` when it is negative or above max_threads().
+int checked_threads(int requested);
+// Number of threads the cpu backend uses for `requested` (0 = all); checked_threads first.
 int effective_threads(int requested);
 
 }  // namespace simkit

@@ -1,0 +1,83 @@
+// The hostile-input suite (docs/reliability.md): each row runs the real CLI on a bad input and
+// asserts exit code 2, exactly one line on stderr that names the flag or file and the field, and
+// an output directory left as it was before the run (here: never created). Rows are grouped by the
+// class of failure they guard against; a new class adds rows, not code.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+namespace simkit {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace simkit::test;  // run_simkit, TempDir, describe
+
+const fs::path kExamples = fs::path(SIMKIT_SOURCE_DIR) / "examples";
+
+struct HostileCase {
+  std::string name;               // the test's name
+  std::vector<std::string> args;  // `simkit` arguments; "OUT" is replaced by the output directory
+  std::vector<std::string> says;  // each must appear in the one line of stderr
+};
+
+std::ostream& operator<<(std::ostream& os, const HostileCase& c) { return os << c.name; }
+
+// The examples' inputs (README's first command uses them).
+std::vector<std::string> prolif_simulate() {
+  return {"prolif", "simulate", "--histogram", (kExamples / "prolif" / "h0.txt").string(), "--config",
+          (kExamples / "prolif" / "model.toml").string(), "--out", "OUT", "-q"};
+}
+std::vector<std::string> angio_run() { return {"angio", "run", "--grid", "21,21,1", "--steps", "5", "--out", "OUT", "-q"}; }
+std::vector<std::string> angio_hybrid() {
+  return {"angio", "hybrid", "--grid", "41,41,1", "--t-max", "0.1", "--dt", "0.01", "--out", "OUT", "-q"};
+}
+std::vector<std::string> ddm_match() {
+  return {"ddm", "match", "--input", (kExamples / "ddm" / "regions.csv").string(), "--per-region", "OUT/per.csv", "-q"};
+}
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+std::vector<HostileCase> cases() {
+  std::vector<HostileCase> out;
+  // Thread counts the OpenMP runtime cannot start (a SIGSEGV in libgomp before the limit) or
+  // that wrap: refused before any work, on every backend.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"prolif", prolif_simulate()}, {"angio", angio_run()}, {"hybrid", angio_hybrid()}, {"ddm", ddm_match()}};
+  for (const auto& [engine, base] : runs) {
+    out.push_back({engine + "_threads_100000", with(base, {"--threads", "100000", "--backend", "cpu"}),
+                   {"--threads", "100000", "at most"}});
+    out.push_back({engine + "_threads_int_max", with(base, {"--threads", "2147483647"}), {"--threads", "at most"}});
+  }
+  return out;
+}
+
+class Hostile : public testing::TestWithParam<HostileCase> {};
+
+TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesNoOutput) {
+  TempDir dir;
+  const fs::path out = dir / "out";
+  std::vector<std::string> args = GetParam().args;
+  for (std::string& a : args) {
+    if (a == "OUT") a = out.string();
+    if (a.rfind("OUT/", 0) == 0) a = (out / a.substr(4)).string();
+  }
+  const CommandResult r = run_simkit(args);
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  ASSERT_FALSE(r.err.empty()) << describe(r);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line on stderr:\n" << r.err;
+  for (const std::string& s : GetParam().says) EXPECT_THAT(r.err, testing::HasSubstr(s));
+  EXPECT_FALSE(fs::exists(out)) << "the failed run left " << out;
+}
+
+std::string case_name(const testing::TestParamInfo<HostileCase>& info) { return info.param.name; }
+INSTANTIATE_TEST_SUITE_P(, Hostile, testing::ValuesIn(cases()), case_name);
+
+}  // namespace
+}  // namespace simkit
