@@ -368,9 +368,9 @@ void add_shared_options(CLI::App& cmd, AngioArgs& a) {
   cmd.add_option("--grid", a.grid, "Nodes NX,NY,NZ (NZ = 1: the 2D model; default 201,201,1)")
       ->delimiter(',')
       ->expected(3);
-  cmd.add_option("--h", a.h, "Node spacing (default 1/(NX-1))");
-  cmd.add_option("--dt", a.dt, "Time step k (default: 0.9 x the largest stable k, 2 digits)");
-  cmd.add_option("--t-max", a.t_max, "Run until this time (steps = ceil(t_max / k))");
+  cmd.add_option("--h", a.h, "Node spacing (default 1/(NX-1))")->check(kFinite);
+  cmd.add_option("--dt", a.dt, "Time step k (default: 0.9 x the largest stable k, 2 digits)")->check(kFinite);
+  cmd.add_option("--t-max", a.t_max, "Run until this time (steps = ceil(t_max / k))")->check(kFinite);
   cmd.add_option("--initial", a.initial, "Initial TAF: linear (source at x = 1, default) or tumour");
   cmd.add_option("--sensitivity", a.sensitivity,
                  "Chemotactic sensitivity: receptor (chi0 / (1 + alpha c), default) or constant (chi0)");
@@ -382,11 +382,11 @@ void add_shared_options(CLI::App& cmd, AngioArgs& a) {
 // The hybrid model's options (docs/angio.md, "Hybrid model").
 void add_hybrid_options(CLI::App& cmd, AngioArgs& a) {
   cmd.add_option("--replicates", a.replicates, "Realisations with seeds S, S+1, ...")->check(CLI::Range(1, 100000000));
-  cmd.add_option("--seed", a.seed, "Random seed S (realisation r uses S + r; default 1)");
-  cmd.add_option("--psi", a.psi, "A sprout may branch once older than this (default 0.5)");
+  cmd.add_option("--seed", a.seed, "Random seed S (realisation r uses S + r; default 1)")->check(kSeed);
+  cmd.add_option("--psi", a.psi, "A sprout may branch once older than this (default 0.5)")->check(kFinite);
   cmd.add_option("--sprouts", a.sprouts, "Initial tips on the parent vessel (default: one per n maximum)");
   cmd.add_option("--max-tips", a.max_tips, "Cap on active tips (default 100000)");
-  cmd.add_option("--reach-x", a.reach_x, "Stop when a sprout reaches this fraction of the box (0.95)");
+  cmd.add_option("--reach-x", a.reach_x, "Stop when a sprout reaches this fraction of the box (0.95)")->check(kFinite);
   cmd.add_option("--sprouts-at", a.sprouts_at, "Initial tips at these y (box fractions, comma-separated; y:z pairs in 3D)");
   cmd.add_option("--anastomosis", a.anastomosis,
                  "Fuse with other (default: another sprout or the vessel), other-active (Angio_TDA), any "
@@ -396,7 +396,8 @@ void add_hybrid_options(CLI::App& cmd, AngioArgs& a) {
   cmd.add_option("--branch-probability", a.branch_probability,
                  "table (P_n(c), default) or one (always, once the other conditions hold)");
   cmd.add_option("--branch-density", a.branch_density,
-                 "Branch only when occupied neighbours (Moore, tip included) > this / c (default 0: off)");
+                 "Branch only when occupied neighbours (Moore, tip included) > this / c (default 0: off)")
+      ->check(kFinite);
   cmd.add_option("--daughter", a.daughter,
                  "A branch's new tip on a free neighbour drawn with the move weights (default) or uniformly");
   cmd.add_option("--weights", a.weights,

@@ -2,7 +2,9 @@
 // Options every run subcommand shares, with the same names everywhere.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -11,6 +13,32 @@
 #include "simkit/core/error.hpp"
 
 namespace simkit::cli {
+
+// CLI11 reads "nan", "inf" and "-inf" as doubles: every real-valued flag takes this check (each
+// element of a comma-separated list too), so no NaN or infinity reaches a run.
+inline const CLI::Validator kFinite(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str()) return {};  // not a number at all: the conversion says so
+      return std::isfinite(value) ? std::string{} : "must be a finite number, got " + text;
+    },
+    "FINITE", "finite");
+
+// Seeds are unsigned 64-bit integers, written in decimal: a sign, or a value above 2^64 - 1, would
+// otherwise wrap silently.
+inline const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      const std::string_view largest = "18446744073709551615";
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      std::string_view v(text);
+      while (v.size() > 1 && v.front() == '0') v.remove_prefix(1);
+      if (!digits || v.size() > largest.size() || (v.size() == largest.size() && v > largest)) {
+        return "a seed is an integer from 0 to 18446744073709551615, got " + text;
+      }
+      return {};
+    },
+    "SEED", "seed");
 
 struct CommonRunOptions {
   std::string backend = "auto";

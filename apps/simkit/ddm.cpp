@@ -230,7 +230,7 @@ void add_ddm_command(CLI::App& app, Action& action) {
   auto* gen = ddm->add_subcommand("generate", "Write a synthetic workload of N equal regions (docs/ddm.md)");
   auto g = std::make_shared<GenerateArgs>();
   gen->add_option("--n", g->n, "Regions in all: ceil(N/2) subscriptions, the rest updates (1e6 is fine)")->required();
-  gen->add_option("--alpha", g->alpha, "Overlap degree alpha, 0 < alpha <= N")->required();
+  gen->add_option("--alpha", g->alpha, "Overlap degree alpha, 0 < alpha <= N")->required()->check(kFinite);
   gen->add_option("--dims", g->dims, "Dimensions, 1 to 8")->required();
   gen->add_option("--side", g->side,
                   "volume: side L*(alpha/N)^(1/d), about 2^(d-2)*alpha*N pairs; per-dimension: side alpha*L/N")
@@ -238,6 +238,7 @@ void add_ddm_command(CLI::App& app, Action& action) {
   gen->add_flag("--integer", g->integer, "Integer bounds (u64 coordinates) instead of doubles");
   gen->add_flag("--clustered", g->clustered, "Lower bounds around 8 hot spots (normal, sd L/50) instead of uniform");
   gen->add_option("--seed", g->seed, "Random seed; the output depends only on it and the other flags")
+      ->check(kSeed)
       ->capture_default_str();
   gen->add_option("--out", g->out, "Region file to write: CSV, or binary when the name ends in .bin")->required();
   gen->add_flag("--json", g->json, "Print the summary as one JSON object on one line of stdout");

@@ -143,13 +143,17 @@ void add_prolif_command(CLI::App& app, Action& action) {
       sim->add_option("--populations", a->populations, "Model as a cuProCell types file (proportion mean sd)");
   cfg->excludes(types);
   types->excludes(cfg);
-  sim->add_option("--t-max", a->t_max, "Simulated time in hours (default: the model's)");
-  sim->add_option("--times", a->times, "Output times in hours, comma-separated; t_max is the largest")->delimiter(',');
+  sim->add_option("--t-max", a->t_max, "Simulated time in hours (default: the model's)")->check(kFinite);
+  sim->add_option("--times", a->times, "Output times in hours, comma-separated; t_max is the largest")
+      ->delimiter(',')
+      ->check(kFinite);
   sim->add_option("--phi-min", a->phi_min,
-                  "Fluorescence threshold: cells whose daughters would fall to it or below are discarded");
+                  "Fluorescence threshold: cells whose daughters would fall to it or below are discarded")
+      ->check(kFinite);
   sim->add_option("--start", a->start,
                   "Clock start: sync (every cell at t = 0) or procell-async (ProCell's asynchronous start)");
   sim->add_option("--seed", a->seed, "Random seed (default: the model's, else 1); replicate r uses seed + r")
+      ->check(kSeed)
       ->each([a](const std::string&) { a->seed_given = true; });
   sim->add_option("--replicates", a->replicates, "Independent runs with seeds S, S+1, ...")
       ->check(CLI::Range(1, 1000000))
@@ -158,7 +162,7 @@ void add_prolif_command(CLI::App& app, Action& action) {
   sim->add_option("--bins", a->bins, "Number of logarithmic bin edges")
       ->check(CLI::Range(2, 100000))
       ->capture_default_str();
-  sim->add_option("--range", a->range, "Binning range LO HI (default 10 10000)")->expected(2);
+  sim->add_option("--range", a->range, "Binning range LO HI (default 10 10000)")->expected(2)->check(kFinite);
   sim->add_option("--out", a->out, "Output directory (histogram.tsv, exact.csv, binned.csv, result.json, plot.svg)")
       ->required();
   add_common_run_options(*sim, a->common);

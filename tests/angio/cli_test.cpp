@@ -275,7 +275,7 @@ TEST(AngioCli, ZeroSizedGridIsRefused) { expect_user_error({"--grid", "0,5,5", "
 
 TEST(AngioCli, BadStepsAreRefused) {
   expect_user_error({"--grid", "9,9,1", "--dt", "-1", "--steps", "1"}, {"--dt", "positive"});
-  expect_user_error({"--grid", "9,9,1", "--dt", "nan", "--steps", "1"}, {"--dt", "positive"});
+  expect_user_error({"--grid", "9,9,1", "--dt", "nan", "--steps", "1"}, {"--dt", "finite"});
   expect_user_error({"--grid", "9,9,1", "--dt", "0.001", "--steps", "3", "--t-max", "1"}, {"--steps", "--t-max"});
   expect_user_error({"--grid", "9,9,1", "--steps", "0"}, {"--steps"});
   expect_user_error({"--grid", "9,9,1", "--steps", "3", "--form", "upwind"}, {"--form", "upwind"});

@@ -5,8 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/test_support.hpp"
@@ -39,6 +42,9 @@ std::vector<std::string> angio_hybrid() {
 std::vector<std::string> ddm_match() {
   return {"ddm", "match", "--input", (kExamples / "ddm" / "regions.csv").string(), "--per-region", "OUT/per.csv", "-q"};
 }
+std::vector<std::string> ddm_generate() {
+  return {"ddm", "generate", "--n", "100", "--alpha", "2", "--dims", "2", "--out", "OUT/regions.csv", "-q"};
+}
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
@@ -54,6 +60,40 @@ std::vector<HostileCase> cases() {
     out.push_back({engine + "_threads_100000", with(base, {"--threads", "100000", "--backend", "cpu"}),
                    {"--threads", "100000", "at most"}});
     out.push_back({engine + "_threads_int_max", with(base, {"--threads", "2147483647"}), {"--threads", "at most"}});
+  }
+  // Silent nonsense: NaN and infinities (CLI11 reads them as numbers) in every real-valued flag,
+  // and seeds that would wrap (negative, or above 2^64 - 1).
+  const std::vector<std::tuple<std::string, std::vector<std::string>, std::string, std::string>> numbers = {
+      {"prolif_t_max_nan", prolif_simulate(), "--t-max", "nan"},
+      {"prolif_phi_min_nan", prolif_simulate(), "--phi-min", "nan"},
+      {"prolif_times_inf", prolif_simulate(), "--times", "30,inf"},
+      {"angio_dt_inf", angio_run(), "--dt", "inf"},
+      {"angio_h_nan", angio_run(), "--h", "nan"},
+      {"angio_t_max_minus_inf", {"angio", "run", "--grid", "21,21,1", "--out", "OUT", "-q"}, "--t-max", "-inf"},
+      {"hybrid_psi_nan", angio_hybrid(), "--psi", "nan"},
+      {"hybrid_reach_x_inf", angio_hybrid(), "--reach-x", "inf"},
+      {"hybrid_branch_density_nan", angio_hybrid(), "--branch-density", "nan"},
+      {"ddm_alpha_nan", ddm_generate(), "--alpha", "nan"},
+  };
+  for (const auto& [name, base, flag, value] : numbers) {
+    std::vector<std::string> args = base;
+    const auto given = std::find(args.begin(), args.end(), flag);  // replace the base's own value
+    if (given != args.end()) {
+      *(given + 1) = value;
+    } else {
+      args.insert(args.end(), {flag, value});
+    }
+    out.push_back({name, args, {flag, "finite", value.substr(value.rfind(',') + 1)}});  // the bad element
+  }
+  out.push_back({"prolif_range_inf", with(prolif_simulate(), {"--range", "10", "inf"}), {"--range", "finite"}});
+  for (const auto& [engine, base] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{{"prolif", prolif_simulate()},
+                                                                    {"angio", angio_run()},
+                                                                    {"hybrid", angio_hybrid()},
+                                                                    {"ddm", ddm_generate()}}) {
+    out.push_back({engine + "_seed_negative", with(base, {"--seed", "-1"}), {"--seed", "-1"}});
+    out.push_back({engine + "_seed_above_2_64", with(base, {"--seed", "18446744073709551616"}),
+                   {"--seed", "18446744073709551616"}});
   }
   return out;
 }
