@@ -176,6 +176,10 @@ int run_angio(AngioArgs& a) {
   Stopwatch clock;
   RunSettings s;
   s.out = a.out;
+  // A run rewrites --out: inputs inside it would be lost (a checkpoint there is fine: --restart
+  // reads it whole before the run writes the next one).
+  refuse_input_as_output(a.out, true, "--config", a.config, "--out");
+  refuse_input_as_output(a.out, true, "--initial-file", a.initial_file, "--out");
   ConfigFile cfg;
   if (!a.config.empty() && a.restart.empty()) cfg = read_config(a.config);
   if (a.hybrid_command) {
@@ -238,6 +242,7 @@ int run_angio(AngioArgs& a) {
                       : parse_choice(parse_precision(a.precision), "--precision", a.precision, names_text(kPrecisionNames));
     std::optional<std::filesystem::path> initial_file = cfg.initial_file;
     if (!a.initial_file.empty()) initial_file = a.initial_file;
+    if (initial_file) refuse_input_as_output(a.out, true, "initial_file", *initial_file, "--out");
     bool grid_given = false;
     if (cfg.nx) {
       p.grid = Grid{*cfg.nx, *cfg.ny, *cfg.nz, 0};

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "core/output.hpp"
 #include "simkit/core/error.hpp"
 #include "core/report.hpp"
 #include "simkit/ddm/ddm.hpp"
@@ -138,6 +139,9 @@ void check_backend(const MatchOptions& o) {
 
 int run_match(const MatchArgs& a) {
   Stopwatch clock;
+  // The pair and per-region files must not be the region file (also through links).
+  refuse_input_as_output(a.pairs, false, "--input", a.input, "--pairs");
+  refuse_input_as_output(a.per_region, false, "--input", a.input, "--per-region");
   MatchOptions o;
   o.rule = parse_rule(a.rule);
   o.algorithm = parse_algorithm(a.algorithm);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "core/output.hpp"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
 #include "core/report.hpp"
@@ -32,6 +33,13 @@ struct ProlifArgs {
 int run_simulate(const ProlifArgs& a) {
   using namespace simkit::prolif;
   Stopwatch clock;
+  // A run rewrites --out: an input inside it could be overwritten (histogram.tsv, for one).
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--histogram", a.histogram},
+                                   {"--config", a.config},
+                                   {"--populations", a.populations},
+                                   {"--target", a.target}}) {
+    refuse_input_as_output(a.out, true, flag, path, "--out");
+  }
   const InitialHistogram initial = read_histogram(a.histogram);
   ModelFile file = !a.config.empty() ? read_model_toml(a.config) : read_types_file(a.populations);
   Model model = file.model;

@@ -63,4 +63,31 @@ void ensure_output_directory(const std::filesystem::path& dir) {
   }
 }
 
+void refuse_input_as_output(const std::filesystem::path& output, bool output_is_directory,
+                            std::string_view input_name, const std::filesystem::path& input,
+                            std::string_view output_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (input.empty() || output.empty() || !fs::exists(input, ec)) return;
+  const auto clash = [&](std::string_view how) {
+    throw UserError(fmt::format("{} {}: {} {} {}; the run would overwrite its input (write elsewhere, or move the input "
+                                "out of the way)",
+                                input_name, input.string(), how, output_name, output.string()));
+  };
+  if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) clash("is the same file as");
+  if (!output_is_directory) return;
+  // Inside the directory: compare the input's real path with the directory's (which may not exist
+  // yet: weakly_canonical resolves the part that does).
+  fs::path dir = fs::weakly_canonical(output, ec);
+  if (!dir.has_filename()) dir = dir.parent_path();  // "out/" ends in an empty element
+  const fs::path file = fs::canonical(input, ec);
+  if (ec || dir.empty()) return;
+  auto d = dir.begin();
+  auto f = file.begin();
+  for (; d != dir.end() && f != file.end(); ++d, ++f) {
+    if (*d != *f) return;
+  }
+  if (d == dir.end() && f != file.end()) clash("lies inside");
+}
+
 }  // namespace simkit

@@ -30,4 +30,12 @@ void write_file_atomic(const std::filesystem::path& target, std::string_view con
 // Creates DIR (and parents) for outputs; a UserError says why it cannot.
 void ensure_output_directory(const std::filesystem::path& dir);
 
+// An input a run could overwrite: `input` is the file `output` names (also through symbolic links
+// or hard links), or, with `output_is_directory`, lies anywhere inside that directory (a run
+// rewrites its output directory). Refused with a UserError naming both, before any work, so that
+// a run never destroys its own input. Paths that do not exist yet cannot clash.
+void refuse_input_as_output(const std::filesystem::path& output, bool output_is_directory,
+                            std::string_view input_name, const std::filesystem::path& input,
+                            std::string_view output_name);
+
 }  // namespace simkit

@@ -96,6 +96,40 @@ TEST(OutputDirectory, CreatesNestedDirectories) {
   EXPECT_EQ(slurp(nested / "x.txt"), "ok");
 }
 
+// An input a run could overwrite is refused, naming both: the same file, through a symbolic or a
+// hard link, or inside the output directory (existing or not yet); a sibling whose name starts like
+// the directory's is not inside it.
+TEST(OutputDirectory, InputsTheRunCouldOverwriteAreRefused) {
+  simkit::test::TempDir dir;
+  const fs::path input = dir.write("in.csv", "1,2\n");
+  fs::create_symlink(input, dir / "soft.csv");
+  fs::create_hard_link(input, dir / "hard.csv");
+  auto refused = [&](const fs::path& output, bool directory, const fs::path& in) {
+    try {
+      simkit::refuse_input_as_output(output, directory, "--input", in, "--out");
+    } catch (const simkit::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("--input"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--out"), std::string::npos) << e.what();
+      return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused(input, false, input));
+  EXPECT_TRUE(refused(dir / "soft.csv", false, input));
+  EXPECT_TRUE(refused(input, false, dir / "hard.csv"));
+  EXPECT_FALSE(refused(dir / "other.csv", false, input));  // does not exist yet: no clash
+  const fs::path out = dir / "out";
+  fs::create_directories(out / "deep");
+  const fs::path inside = dir.write("out/deep/h.txt", "x");
+  EXPECT_TRUE(refused(out, true, inside));
+  EXPECT_TRUE(refused(dir / "out" / "", true, inside));  // a trailing separator
+  EXPECT_TRUE(refused(dir.path(), true, input));               // the output directory holds the input
+  const fs::path sibling = dir.write("out2.txt", "y");  // "out2.txt" starts like "out"
+  EXPECT_FALSE(refused(out, true, sibling));
+  EXPECT_FALSE(refused(dir / "new", true, input));  // a directory not made yet holds nothing
+  EXPECT_FALSE(refused(out, true, ""));             // no input given
+}
+
 TEST(OutputDirectory, AFileOfThatNameIsAUserError) {
   simkit::test::TempDir dir;
   const fs::path file = dir.write("taken", "I am a file\n");

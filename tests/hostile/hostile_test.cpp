@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -24,8 +25,10 @@ const fs::path kExamples = fs::path(SIMKIT_SOURCE_DIR) / "examples";
 
 struct HostileCase {
   std::string name;               // the test's name
-  std::vector<std::string> args;  // `simkit` arguments; "OUT" is replaced by the output directory
+  std::vector<std::string> args;  // `simkit` arguments; "OUT" and "TMP" prefixes are replaced (below)
   std::vector<std::string> says;  // each must appear in the one line of stderr
+  // Files made before the run: path under the work directory -> file copied there.
+  std::vector<std::pair<std::string, fs::path>> files = {};
 };
 
 std::ostream& operator<<(std::ostream& os, const HostileCase& c) { return os << c.name; }
@@ -95,25 +98,64 @@ std::vector<HostileCase> cases() {
     out.push_back({engine + "_seed_above_2_64", with(base, {"--seed", "18446744073709551616"}),
                    {"--seed", "18446744073709551616"}});
   }
+  // Data loss: an output that is an input (the same file, through a link too), or an input inside
+  // the output directory the run rewrites.
+  const fs::path regions = kExamples / "ddm" / "regions.csv", h0 = kExamples / "prolif" / "h0.txt";
+  out.push_back({"ddm_pairs_is_input",
+                 {"ddm", "match", "--input", "TMP/r.csv", "--pairs", "TMP/r.csv", "-q"},
+                 {"--input", "--pairs", "same file"},
+                 {{"r.csv", regions}}});
+  out.push_back({"ddm_per_region_is_input",
+                 {"ddm", "match", "--input", "TMP/r.csv", "--per-region", "TMP/r.csv", "-q"},
+                 {"--per-region", "same file"},
+                 {{"r.csv", regions}}});
+  out.push_back({"prolif_histogram_inside_out",
+                 {"prolif", "simulate", "--histogram", "OUT/histogram.tsv", "--config",
+                  (kExamples / "prolif" / "model.toml").string(), "--out", "OUT", "-q"},
+                 {"--histogram", "inside", "--out"},
+                 {{"out/histogram.tsv", h0}}});
+  out.push_back({"prolif_target_inside_out", with(prolif_simulate(), {"--target", "OUT/target.txt"}),
+                 {"--target", "inside"},
+                 {{"out/target.txt", kExamples / "prolif" / "target.txt"}}});
+  out.push_back({"angio_config_inside_out",
+                 {"angio", "run", "--config", "OUT/run.toml", "--steps", "2", "--out", "OUT", "-q"},
+                 {"--config", "inside"},
+                 {{"out/run.toml", kExamples / "angio" / "run.toml"}}});
   return out;
+}
+
+// Every file under `root` with its content: the state a failed run must leave as it found it.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string name = fs::relative(entry.path(), root).string();
+    files[name] = entry.is_regular_file() ? slurp(entry.path()) : std::string("<directory>");
+  }
+  return files;
 }
 
 class Hostile : public testing::TestWithParam<HostileCase> {};
 
-TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesNoOutput) {
+TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesEverythingAsItWas) {
   TempDir dir;
   const fs::path out = dir / "out";
+  for (const auto& [name, source] : GetParam().files) {
+    fs::create_directories((dir / name).parent_path());
+    fs::copy_file(source, dir / name);
+  }
   std::vector<std::string> args = GetParam().args;
   for (std::string& a : args) {
     if (a == "OUT") a = out.string();
     if (a.rfind("OUT/", 0) == 0) a = (out / a.substr(4)).string();
+    if (a.rfind("TMP/", 0) == 0) a = (dir / a.substr(4)).string();
   }
+  const std::map<std::string, std::string> before = snapshot(dir.path());
   const CommandResult r = run_simkit(args);
   EXPECT_EQ(r.exit_code, 2) << describe(r);
   ASSERT_FALSE(r.err.empty()) << describe(r);
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line on stderr:\n" << r.err;
   for (const std::string& s : GetParam().says) EXPECT_THAT(r.err, testing::HasSubstr(s));
-  EXPECT_FALSE(fs::exists(out)) << "the failed run left " << out;
+  EXPECT_EQ(snapshot(dir.path()), before) << "the failed run changed the work directory";
 }
 
 std::string case_name(const testing::TestParamInfo<HostileCase>& info) { return info.param.name; }
