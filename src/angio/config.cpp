@@ -138,7 +138,7 @@ ConfigFile read_config(const std::filesystem::path& path) {
   ConfigFile cfg;
   cfg.source = path.string();
   const Reader r{cfg.source};
-  const std::string content = read_whole_file(path, cfg.source);
+  const std::string content = read_whole_file(path, cfg.source, kConfigFileBytes);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(cfg.source));

@@ -406,8 +406,7 @@ void flush_to(std::ostream& out, fmt::memory_buffer& buffer) {
 }
 
 std::ifstream open_input(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw input_error(path.string(), 0, "", "is a directory, expected a file");
+  check_input_file(path, path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path.string(), 0, "", "cannot open the file for reading");
   return in;

@@ -264,7 +264,7 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
 
 ModelFile read_model_toml(const std::filesystem::path& path) {
   const std::string file = path.string();
-  const std::string content = read_whole_file(path, file);
+  const std::string content = read_whole_file(path, file, kConfigFileBytes);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(file));
@@ -364,7 +364,7 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
 
 ModelFile read_types_file(const std::filesystem::path& path) {
   const std::string file = path.string();
-  const std::string content = read_whole_file(path, file);
+  const std::string content = read_whole_file(path, file, kConfigFileBytes);
   ModelFile result;
   std::vector<PopulationLines> lines;
   int proliferating = 0;

@@ -11,6 +11,7 @@
 #include "simkit/core/backend.hpp"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
+#include "core/input.hpp"
 #include "core/output.hpp"
 #include "core/svg.hpp"
 #include "support/test_support.hpp"
@@ -128,6 +129,28 @@ TEST(OutputDirectory, InputsTheRunCouldOverwriteAreRefused) {
   EXPECT_FALSE(refused(out, true, sibling));
   EXPECT_FALSE(refused(dir / "new", true, input));  // a directory not made yet holds nothing
   EXPECT_FALSE(refused(out, true, ""));             // no input given
+}
+
+// Inputs are checked before a byte is read: devices and directories are refused, and a file over
+// its format's limit (a sparse 17 MiB "config") is refused by its size.
+TEST(InputFile, DevicesDirectoriesAndOversizedFilesAreRefused) {
+  simkit::test::TempDir dir;
+  auto message = [](const fs::path& path, std::uintmax_t limit) {
+    try {
+      (void)simkit::read_whole_file(path, path.string(), limit);
+    } catch (const simkit::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_NE(message("/dev/zero", simkit::kAnySize).find("not a regular file"), std::string::npos);
+  EXPECT_NE(message(dir.path(), simkit::kAnySize).find("is a directory"), std::string::npos);
+  EXPECT_NE(message(dir / "none.toml", simkit::kAnySize).find("no such file"), std::string::npos);
+  const fs::path big = dir.write("big.toml", "");
+  fs::resize_file(big, simkit::kConfigFileBytes + 1);
+  EXPECT_NE(message(big, simkit::kConfigFileBytes).find("at most 16 MiB"), std::string::npos) << message(big, simkit::kConfigFileBytes);
+  const fs::path small = dir.write("small.toml", "a = 1\n");
+  EXPECT_EQ(simkit::read_whole_file(small, "small.toml", simkit::kConfigFileBytes), "a = 1\n");
 }
 
 TEST(OutputDirectory, AFileOfThatNameIsAUserError) {

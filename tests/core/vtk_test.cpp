@@ -332,7 +332,7 @@ TEST(CoreVtk, BadFilesAreUserErrorsNamingTheFile) {
   }
   const fs::path missing = dir / "missing.vti";
   EXPECT_EQ(user_error([&] { ImageDataReader reader(missing); }),
-            missing.string() + ": cannot open the file for reading");
+            missing.string() + ": cannot open the file for reading: no such file");
   EXPECT_EQ(user_error([&] { ImageDataReader reader(dir.path()); }),
             dir.path().string() + ": is a directory, expected a file");
 }

@@ -121,6 +121,21 @@ std::vector<HostileCase> cases() {
                  {"angio", "run", "--config", "OUT/run.toml", "--steps", "2", "--out", "OUT", "-q"},
                  {"--config", "inside"},
                  {{"out/run.toml", kExamples / "angio" / "run.toml"}}});
+  // Inputs that are not files: /dev/zero used to be read until memory ran out (bad_alloc, exit 1).
+  out.push_back({"prolif_histogram_dev_zero",
+                 {"prolif", "simulate", "--histogram", "/dev/zero", "--config",
+                  (kExamples / "prolif" / "model.toml").string(), "--out", "OUT", "-q"},
+                 {"/dev/zero", "not a regular file"}});
+  out.push_back({"prolif_config_dev_zero",
+                 {"prolif", "simulate", "--histogram", h0.string(), "--config", "/dev/zero", "--out", "OUT", "-q"},
+                 {"/dev/zero", "not a regular file"}});
+  out.push_back({"ddm_input_dev_zero", {"ddm", "match", "--input", "/dev/zero", "-q"}, {"/dev/zero", "not a regular file"}});
+  out.push_back({"angio_config_dev_zero", {"angio", "run", "--config", "/dev/zero", "--out", "OUT", "-q"},
+                 {"/dev/zero", "not a regular file"}});
+  out.push_back({"angio_initial_file_directory",
+                 {"angio", "run", "--initial-file", "TMP/dir", "--steps", "2", "--out", "OUT", "-q"},
+                 {"dir", "is a directory"},
+                 {{"dir/x", h0}}});
   return out;
 }
 
