@@ -348,6 +348,47 @@ TEST(AngioCli, RestartKeepsTheOutputCadenceOfTheCheckpoint) {
   EXPECT_EQ(r.exit_code, 0) << describe(r);
 }
 
+// A checkpoint's data is checksummed, its header is not: a restart refuses what the header or the
+// data could not have held after an accepted run (a negative step, a step k above its grid's
+// diffusion limit when the run was not forced, non-finite fields), with exit 2 and one line naming
+// the checkpoint and the field, and accepts the same k when the writing run was forced.
+TEST(AngioCli, RestartChecksWhatTheHeaderCannotVouchFor) {
+  TempDir tmp;
+  const fs::path made = tmp / "made";
+  ASSERT_EQ(angio_run(made, {"--grid", "11,11,1", "--steps", "4", "--checkpoint-every", "2"}).exit_code, 0);
+  const Checkpoint cp = read_checkpoint(made / "checkpoint.ckpt");
+  Fields<float> fields;
+  fields.n.assign(cp.problem.grid.nodes(), 0.5f);
+  fields.f = fields.n;
+  fields.c = fields.n;
+  auto restart = [&](const std::string& name) {
+    return angio_run(tmp / ("out_" + name), {"--restart", (tmp / (name + ".ckpt")).string(), "--steps", "8", "--backend",
+                                            "cpu"});
+  };
+  auto expect_refused = [&](const std::string& name, const std::vector<std::string>& parts) {
+    const CommandResult r = restart(name);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    for (const std::string& part : parts) EXPECT_TRUE(contains(r.err, part)) << "'" << part << "' not in " << r.err;
+    EXPECT_FALSE(fs::exists(tmp / ("out_" + name)));
+  };
+  write_checkpoint(tmp / "negative.ckpt", cp.problem, -5, cp.seed, fields, cp.run);
+  expect_refused("negative", {"negative.ckpt", "'step'", ">= 0"});
+  Fields<float> nan = fields;
+  nan.f[7] = std::numeric_limits<float>::quiet_NaN();
+  write_checkpoint(tmp / "nan.ckpt", cp.problem, cp.step, cp.seed, nan, cp.run);
+  expect_refused("nan", {"nan.ckpt", "'f'", "non-finite", "(7, 0, 0)"});
+  Problem fast = cp.problem;
+  fast.dt = 50;
+  write_checkpoint(tmp / "unstable.ckpt", fast, cp.step, cp.seed, fields, cp.run);
+  expect_refused("unstable", {"unstable.ckpt", "'dt'", "diffusion limit", "--force"});
+  nlohmann::json forced = cp.run;
+  forced["force"] = true;
+  write_checkpoint(tmp / "forced.ckpt", fast, cp.step, cp.seed, fields, forced);
+  const CommandResult r = restart("forced");
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+}
+
 TEST(AngioCli, RestartWithTMaxCountsFromTheCheckpointTime) {
   TempDir tmp;
   const fs::path a = tmp / "a";

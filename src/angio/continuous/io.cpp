@@ -567,6 +567,7 @@ Checkpoint read_checkpoint(const fs::path& path) {
   Checkpoint cp;
   cp.problem = problem_from_json(field("problem"), file);
   cp.step = r.int64(field("step"), "step");
+  if (cp.step < 0) throw input_error(file, 0, "step", fmt::format("must be >= 0, got {}", cp.step));
   cp.seed = r.uint64(field("seed"), "seed");
   if (const auto it = header.find("run"); it != header.end() && it->is_object()) cp.run = *it;
   const Precision precision =

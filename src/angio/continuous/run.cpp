@@ -79,6 +79,17 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (settings.restart) {
     initial = std::move(checkpoint_fields<T>(*settings.restart));
     start = settings.restart->step;
+    // The data is checksummed, the header is not: a restart checks what it would otherwise trust.
+    const std::vector<T>* fields[3] = {&initial.n, &initial.f, &initial.c};
+    for (int q = 0; q < 3; ++q) {
+      const auto bad = std::find_if(fields[q]->begin(), fields[q]->end(), [](T v) { return !std::isfinite(v); });
+      if (bad != fields[q]->end()) {
+        const auto k = static_cast<std::size_t>(bad - fields[q]->begin());
+        throw input_error(settings.restart_source, 0, std::string(1, "nfc"[q]),
+                          fmt::format("non-finite value at node ({}, {}, {}); a checkpoint holds a finite state",
+                                      k % g.nx, (k / g.nx) % g.ny, k / (static_cast<std::size_t>(g.nx) * g.ny)));
+      }
+    }
   } else if (settings.initial) {
     initial = convert<T>(settings.initial->fields);
     settings.initial.reset();
@@ -110,7 +121,19 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
                                 settings.t_max ? fmt::format("{}", *settings.t_max) : std::to_string(settings.steps),
                                 settings.restart_source, start, static_cast<double>(start) * problem.dt));
   }
-  // A restart continues a run that was accepted (or forced) from its own initial state.
+  // A restart continues a run that was accepted (or forced) from its own initial state; what does
+  // not depend on the state, the diffusion limit of the grid, must still hold unless the original
+  // run or this one was forced (a checkpoint's header is not checksummed).
+  const auto forced_before = [&] {
+    const auto& run = settings.restart->run;
+    return run.is_object() && run.contains("force") && run["force"].is_boolean() && run["force"].get<bool>();
+  };
+  if (settings.restart && !settings.force && !forced_before() && !(problem.dt <= report.stability.diffusion_limit)) {
+    throw input_error(settings.restart_source, 0, "dt",
+                      fmt::format("{:.6g} exceeds the diffusion limit {:.6g} of its grid, and the run that wrote it "
+                                  "was not forced (give `force` to continue anyway)",
+                                  problem.dt, report.stability.diffusion_limit));
+  }
   enforce_stability(problem, report.stability, settings.force || settings.restart.has_value());
 
   ensure_output_directory(settings.out);
