@@ -27,7 +27,10 @@ inline std::uintmax_t check_input_file(const std::filesystem::path& path, const 
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) throw input_error(file, 0, "", "cannot open the file for reading: no such file");
+  if (status.type() == fs::file_type::not_found) {
+    throw input_error(file, 0, "", "cannot open the file for reading: no such file");
+  }
+  if (ec) throw input_error(file, 0, "", fmt::format("cannot open the file for reading: {}", ec.message()));
   if (fs::is_directory(status)) throw input_error(file, 0, "", "is a directory, expected a file");
   if (!fs::is_regular_file(status)) {
     throw input_error(file, 0, "", "is not a regular file (a device, pipe or socket); give a file");

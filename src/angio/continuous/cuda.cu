@@ -467,23 +467,25 @@ class CudaSolver final : public Solver<T> {
   void set_device_name(std::string name) { device_name_ = std::move(name); }
 
  private:
+  // Launches a step kernel of the shared signature (marching, pair, staged) from buffer set `in`
+  // to `out`; partials: the per-block reductions, or nullptr.
+  template <class Kernel>
+  void run_step(Kernel kernel, dim3 grid, int in, int out, Partial* partials) {
+    kernel<<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(), c_[in].data(), n_[out].data(),
+                               f_[out].data(), c_[out].data(), partials);
+  }
+
   template <int kDims, bool kFlux>
   void launch(int in, int out, bool reduce, bool pair) {
     if (pair) {
       const dim3 grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
       if (reduce) {
-        pair_kernel<T, kDims, kFlux, true><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
-                                                                c_[in].data(), n_[out].data(), f_[out].data(),
-                                                                c_[out].data(), partials_.data());
+        run_step(pair_kernel<T, kDims, kFlux, true>, grid, in, out, partials_.data());
         reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
       } else if (tuning_.blocks >= 3) {
-        pair_kernel<T, kDims, kFlux, false, 3><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                    f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                    f_[out].data(), c_[out].data(), nullptr);
+        run_step(pair_kernel<T, kDims, kFlux, false, 3>, grid, in, out, nullptr);
       } else {
-        pair_kernel<T, kDims, kFlux, false><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
-                                                                 c_[in].data(), n_[out].data(), f_[out].data(),
-                                                                 c_[out].data(), nullptr);
+        run_step(pair_kernel<T, kDims, kFlux, false>, grid, in, out, nullptr);
       }
       return;
     }
@@ -497,25 +499,15 @@ class CudaSolver final : public Solver<T> {
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
                                                         n_[out].data(), f_[out].data(), c_[out].data());
     } else if (reduce) {
-      march_kernel<T, kDims, kFlux, true><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
-                                                               c_[in].data(), n_[out].data(), f_[out].data(),
-                                                               c_[out].data(), partials_.data());
+      run_step(march_kernel<T, kDims, kFlux, true>, grid_, in, out, partials_.data());
     } else if (tuning_.blocks == 3) {
-      march_kernel<T, kDims, kFlux, false, 3><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                   f_[out].data(), c_[out].data(), nullptr);
+      run_step(march_kernel<T, kDims, kFlux, false, 3>, grid_, in, out, nullptr);
     } else if (tuning_.blocks == 4) {
-      march_kernel<T, kDims, kFlux, false, 4><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                   f_[out].data(), c_[out].data(), nullptr);
+      run_step(march_kernel<T, kDims, kFlux, false, 4>, grid_, in, out, nullptr);
     } else if (tuning_.blocks == 6) {
-      march_kernel<T, kDims, kFlux, false, 6><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                   f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                   f_[out].data(), c_[out].data(), nullptr);
+      run_step(march_kernel<T, kDims, kFlux, false, 6>, grid_, in, out, nullptr);
     } else {
-      march_kernel<T, kDims, kFlux, false><<<grid_, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(), f_[in].data(),
-                                                                c_[in].data(), n_[out].data(), f_[out].data(),
-                                                                c_[out].data(), nullptr);
+      run_step(march_kernel<T, kDims, kFlux, false>, grid_, in, out, nullptr);
     }
   }
 
@@ -523,13 +515,9 @@ class CudaSolver final : public Solver<T> {
   void launch_staged_at(int in, int out, bool reduce) {
     const dim3 grid((g_.nx + StageTile::kX - 1) / StageTile::kX, (g_.ny + StageTile::kY - 1) / StageTile::kY, grid_.z);
     if (reduce) {
-      staged_kernel<T, kDims, kFlux, true, kAhead, 1><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                         f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                         f_[out].data(), c_[out].data(), partials_.data());
+      run_step(staged_kernel<T, kDims, kFlux, true, kAhead, 1>, grid, in, out, partials_.data());
     } else {
-      staged_kernel<T, kDims, kFlux, false, kAhead, kMin><<<grid, kThreads>>>(dims_, m_, sc_, chunk_, n_[in].data(),
-                                                                             f_[in].data(), c_[in].data(), n_[out].data(),
-                                                                             f_[out].data(), c_[out].data(), nullptr);
+      run_step(staged_kernel<T, kDims, kFlux, false, kAhead, kMin>, grid, in, out, nullptr);
     }
     reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
   }

@@ -109,8 +109,8 @@ Grid grid_of(const vtk::ImageDataReader& reader) {
   return grid;
 }
 
-void check_finite(const std::string& file, const Grid& grid, const std::vector<double>& values,
-                  std::string_view name) {
+template <class T>
+void check_finite(const std::string& file, const Grid& grid, const std::vector<T>& values, std::string_view name) {
   for (std::size_t k = 0; k < values.size(); ++k) {
     if (!std::isfinite(values[k])) {
       const std::size_t nx = static_cast<std::size_t>(grid.nx), ny = static_cast<std::size_t>(grid.ny);
@@ -599,10 +599,17 @@ Checkpoint read_checkpoint(const fs::path& path) {
                                   size - expected, expected));
   }
   in.seekg(static_cast<std::streamoff>(data_start));
+  // The data is checksummed, the header is not; a checkpoint holds a finite state (a run stops
+  // when it stops being finite), so non-finite values mean a damaged or forged file.
+  const auto read_finite = [&](auto& fields) {
+    read_checkpoint_data(in, file, g.nodes(), fields, checksum);
+    const auto arrays = arrays_of(fields);
+    for (std::size_t a = 0; a < arrays.size(); ++a) check_finite(file, g, *arrays[a], kFieldNames[a]);
+  };
   if (precision == Precision::Fp32) {
-    read_checkpoint_data(in, file, g.nodes(), cp.fp32, checksum);
+    read_finite(cp.fp32);
   } else {
-    read_checkpoint_data(in, file, g.nodes(), cp.fp64, checksum);
+    read_finite(cp.fp64);
   }
   return cp;
 }

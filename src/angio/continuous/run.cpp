@@ -79,17 +79,6 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (settings.restart) {
     initial = std::move(checkpoint_fields<T>(*settings.restart));
     start = settings.restart->step;
-    // The data is checksummed, the header is not: a restart checks what it would otherwise trust.
-    const std::vector<T>* fields[3] = {&initial.n, &initial.f, &initial.c};
-    for (int q = 0; q < 3; ++q) {
-      const auto bad = std::find_if(fields[q]->begin(), fields[q]->end(), [](T v) { return !std::isfinite(v); });
-      if (bad != fields[q]->end()) {
-        const auto k = static_cast<std::size_t>(bad - fields[q]->begin());
-        throw input_error(settings.restart_source, 0, std::string(1, "nfc"[q]),
-                          fmt::format("non-finite value at node ({}, {}, {}); a checkpoint holds a finite state",
-                                      k % g.nx, (k / g.nx) % g.ny, k / (static_cast<std::size_t>(g.nx) * g.ny)));
-      }
-    }
   } else if (settings.initial) {
     initial = convert<T>(settings.initial->fields);
     settings.initial.reset();
