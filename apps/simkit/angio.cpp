@@ -140,7 +140,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   a.common.seed = a.seed.value_or(1);
   RunOptions options = to_run_options(a.common);
   const std::filesystem::path out = a.out;
-  ensure_output_directory(out);
+  check_output_directory(out);  // written at the end (staged): an unwritable place fails now
   const Backend backend = options.backend;
   if (backend == Backend::Cuda) initialize_cuda_device(options.device);
   Progress progress("angio hybrid", "realisations", a.common.quiet);

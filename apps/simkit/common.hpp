@@ -67,6 +67,15 @@ std::string flag_for(std::string_view field);
 // A library error as the CLI prints it: fields named by their flags.
 std::string cli_message(const UserError& e);
 
+// SIGINT and SIGTERM (signals.cpp): the first asks the running command to stop at its next safe
+// point (RunOptions::stop; the run throws simkit::Stopped, its staged outputs are discarded, and
+// main exits with 128 + the signal); a second one ends the process at once, as by default.
+void install_stop_handlers();
+// The signal that asked to stop (SIGINT or SIGTERM), or 0.
+int stop_signal();
+// Throws simkit::Stopped when a signal asked to stop (for the commands that take no RunOptions).
+void throw_if_signalled();
+
 // Resolves backend and device into RunOptions (seed is set by the subcommand, which owns --seed).
 inline RunOptions to_run_options(const CommonRunOptions& o) {
   RunOptions r;
@@ -74,6 +83,7 @@ inline RunOptions to_run_options(const CommonRunOptions& o) {
   r.device = o.device;
   r.seed = o.seed;
   r.threads = checked_threads(o.threads);
+  r.stop = [] { return stop_signal() != 0; };
   return r;
 }
 

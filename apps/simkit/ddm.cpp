@@ -70,6 +70,7 @@ int run_generate(const GenerateArgs& a) {
   o.seed = a.seed;
   check_output_path(a.out, "--out");
   const AnyRegions regions = generate(o);
+  throw_if_signalled();
   write_regions(a.out, regions);
   const double seconds = clock.seconds();
   const std::size_t ns = subscription_count(regions), nu = update_count(regions);
@@ -173,12 +174,14 @@ int run_match(const MatchArgs& a) {
           PairWriter writer(out, PairWriter::format_for(out), r.subscriptions.ids, r.updates.ids);
           const MatchReport rep =
               match_pairs(s, u, o, [&writer](const Match* pairs, std::size_t n) { writer.write(pairs, n); });
+          throw_if_signalled();  // the writer's temporary file goes with it
           writer.commit();
           return rep;
         }
         if (mode == "per-region") {
           std::vector<std::uint64_t> per_s, per_u;
           const MatchReport rep = count_per_region(s, u, o, per_s, per_u);
+          throw_if_signalled();
           write_per_region_csv(out, r.subscriptions.ids, per_s, r.updates.ids, per_u);
           return rep;
         }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -13,6 +14,7 @@
 
 int main(int argc, char** argv) {
   using namespace simkit;
+  cli::install_stop_handlers();  // first: a signal during start-up stops the run at its first check
   CLI::App app{"simkit: GPU-accelerated scientific simulation engines (prolif, angio, ddm)", "simkit"};
   app.set_version_flag("--version", fmt::format("simkit {} ({})", build_info().version, build_info().commit));
   app.require_subcommand(1);
@@ -34,6 +36,11 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : kExitOk;
+  } catch (const Stopped&) {
+    const int signal = cli::stop_signal();
+    fmt::print(stderr, "simkit: stopped by {} before the end; nothing was written (outputs are as they were)\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + (signal != 0 ? signal : SIGINT);
   } catch (const UserError& e) {
     fmt::print(stderr, "simkit: error: {}\n", simkit::cli::cli_message(e));
     return kExitUser;

@@ -40,6 +40,7 @@ int run_simulate(const ProlifArgs& a) {
                                    {"--target", a.target}}) {
     refuse_input_as_output(a.out, true, flag, path, "--out");
   }
+  check_output_directory(a.out);  // written at the end (staged): an unwritable place fails now
   const InitialHistogram initial = read_histogram(a.histogram);
   ModelFile file = !a.config.empty() ? read_model_toml(a.config) : read_types_file(a.populations);
   Model model = file.model;

@@ -38,6 +38,10 @@ Backend resolve_backend(Backend requested, int device) {
   return Backend::Cuda;
 }
 
+void throw_if_stopped(const RunOptions& options) {
+  if (stop_requested(options)) throw Stopped();
+}
+
 int max_threads() { return std::max(256, 4 * omp_get_num_procs()); }
 
 int checked_threads(int requested) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -61,6 +62,98 @@ void ensure_output_directory(const std::filesystem::path& dir) {
     throw UserError("out", fmt::format(" {}: cannot create the output directory: {}", dir.string(),
                                 ec ? ec.message() : "a file of that name exists"));
   }
+}
+
+void check_output_directory(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = dir.empty() ? fs::path(".") : dir;
+  while (!fs::exists(p, ec) && p.has_relative_path() && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  if (!fs::exists(p, ec)) p = ".";
+  if (!fs::is_directory(p, ec)) {
+    throw UserError("out", fmt::format(" {}: cannot create the output directory: {} is not a directory", dir.string(),
+                                       p.string()));
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    throw UserError("out", fmt::format(" {}: cannot write in {}: {}", dir.string(), p.string(), std::strerror(errno)));
+  }
+}
+
+StagedOutput::StagedOutput(std::filesystem::path target) : target_(std::move(target)) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // The directories this run creates, outermost first, to remove again when it fails.
+  std::vector<fs::path> missing;
+  for (fs::path p = target_; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.insert(missing.begin(), p);
+    if (p == p.parent_path() || !p.has_relative_path()) break;
+  }
+  ensure_output_directory(target_);
+  created_ = std::move(missing);
+  static std::atomic<unsigned> counter{0};
+  staging_ = target_ / fmt::format(".simkit-staging-{}-{}", static_cast<long>(::getpid()), counter++);
+  fs::create_directory(staging_, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    for (auto d = created_.rbegin(); d != created_.rend(); ++d) fs::remove(*d, ec);
+    throw UserError("out", fmt::format(" {}: cannot write in the output directory: {}", target_.string(), why));
+  }
+}
+
+StagedOutput::~StagedOutput() {
+  if (committed_) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+  for (auto d = created_.rbegin(); d != created_.rend(); ++d) fs::remove(*d, ec);  // only if empty
+}
+
+void StagedOutput::commit(const StalePredicate& stale) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> written;
+  for (auto it = fs::recursive_directory_iterator(staging_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_directory(ec)) written.push_back(fs::relative(it->path(), staging_, ec));
+  }
+  if (ec) throw UserError("out", fmt::format(" {}: cannot list the run's outputs: {}", target_.string(), ec.message()));
+  // Stale files first: a failure here leaves every earlier output in place and none of this run's.
+  if (stale) {
+    std::vector<fs::path> old;
+    for (auto it = fs::recursive_directory_iterator(target_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->path() == staging_) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      const fs::path rel = fs::relative(it->path(), target_, ec);
+      if (!it->is_directory(ec) && stale(rel) && std::find(written.begin(), written.end(), rel) == written.end()) {
+        old.push_back(rel);
+      }
+    }
+    for (const fs::path& rel : old) {
+      if (!fs::remove(target_ / rel, ec) && ec) {
+        throw UserError("out", fmt::format(" {}: cannot remove the earlier run's {}: {}", target_.string(),
+                                           rel.string(), ec.message()));
+      }
+    }
+  }
+  for (const fs::path& rel : written) {
+    const fs::path to = target_ / rel;
+    if (rel.has_parent_path()) ensure_output_directory(to.parent_path());
+    fs::rename(staging_ / rel, to, ec);
+    if (ec) throw UserError("out", fmt::format(" {}: cannot move {} into place: {}", target_.string(), rel.string(), ec.message()));
+  }
+  committed_ = true;
+  fs::remove_all(staging_, ec);
+}
+
+bool matches_output_pattern(const std::filesystem::path& relative, std::string_view dir, std::string_view prefix,
+                            std::string_view suffix) {
+  if (relative.parent_path() != std::filesystem::path(dir)) return false;
+  const std::string name = relative.filename().string();
+  return name.size() >= prefix.size() + suffix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void refuse_input_as_output(const std::filesystem::path& output, bool output_is_directory,

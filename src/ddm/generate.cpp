@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "simkit/core/error.hpp"
+#include "simkit/core/memory.hpp"
 #include "core/rng.hpp"
 
 namespace simkit::ddm {
@@ -113,6 +114,11 @@ double side_length(const GenerateOptions& o) {
 
 AnyRegions generate(const GenerateOptions& options) {
   check(options);
+  // n regions of d lower and d upper bounds (8 bytes each) and an 8-byte id, all in memory before
+  // the file is written; `ddm generate --n 3e8` used to grow until the kernel killed it.
+  const double bytes = static_cast<double>(options.n) * (16.0 * options.dims + 8.0);
+  require_host_memory(bytes, "n", fmt::format(" {}: {} regions of {} dimensions", options.n, options.n, options.dims),
+                      "generate fewer regions");
   if (options.integer) return make<std::uint64_t>(options);
   return make<double>(options);
 }

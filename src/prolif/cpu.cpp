@@ -12,7 +12,7 @@ namespace simkit::prolif::detail::cpu {
 
 namespace {
 
-WalkStats run_one(const PreparedRun& run, Result& result, int threads, const CellProgress& progress) {
+WalkStats run_one(const PreparedRun& run, Result& result, const RunOptions& options, const CellProgress& progress) {
   struct Chunk {
     std::uint32_t segment, first, count;
   };
@@ -23,7 +23,7 @@ WalkStats run_one(const PreparedRun& run, Result& result, int threads, const Cel
       chunks.push_back({s, c, std::min(kChunk, run.segments[s].count - c)});
     }
   }
-  const int nthreads = effective_threads(threads);
+  const int nthreads = effective_threads(options.threads);
   std::vector<std::vector<std::uint64_t>> partial(static_cast<std::size_t>(nthreads));
   std::vector<WalkStats> stats(static_cast<std::size_t>(nthreads));
   const std::int64_t nchunks = static_cast<std::int64_t>(chunks.size());
@@ -38,6 +38,7 @@ WalkStats run_one(const PreparedRun& run, Result& result, int threads, const Cel
     double births[kMaxGenerationsDevice + 1];
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t n = 0; n < nchunks; ++n) {
+      if (stop_requested(options)) continue;  // asked to stop: the rest is skipped, run() throws
       const Chunk& ch = chunks[static_cast<std::size_t>(n)];
       const Segment& s = run.segments[ch.segment];
       const PopulationParams& pop = run.populations[s.population];
@@ -71,7 +72,10 @@ WalkStats run_one(const PreparedRun& run, Result& result, int threads, const Cel
 std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,
                            const RunOptions& options, const CellProgress& progress) {
   std::vector<WalkStats> stats(runs.size());
-  for (std::size_t r = 0; r < runs.size(); ++r) stats[r] = run_one(runs[r], results[r], options.threads, progress);
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    stats[r] = run_one(runs[r], results[r], options, progress);
+    throw_if_stopped(options);
+  }
   return stats;
 }
 

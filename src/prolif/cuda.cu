@@ -87,7 +87,12 @@ std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Res
   std::vector<DeviceBuffer<std::uint8_t>> max_gen(runs.size()), limited(runs.size());
   std::vector<DeviceBuffer<Segment>> tasks_dev(runs.size());
   std::vector<std::vector<Segment>> tasks(runs.size());
+  bool stopped = false;
   for (std::size_t r = 0; r < runs.size(); ++r) {
+    if (stop_requested(options)) {  // the launched runs finish below; the result is not used
+      stopped = true;
+      break;
+    }
     const PreparedRun& run = runs[r];
     for (const Segment& s : run.segments) {
       for (std::uint32_t c = 0; c < s.count; c += kBlock) {
@@ -111,6 +116,7 @@ std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Res
   std::vector<unsigned long long> host_stats(2 * runs.size());
   stats.download(host_stats.data(), host_stats.size(), stream);
   SIMKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (stopped) throw Stopped();
 
   std::vector<WalkStats> out(runs.size());
   for (std::size_t r = 0; r < runs.size(); ++r) {

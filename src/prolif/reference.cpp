@@ -5,10 +5,11 @@ namespace simkit::prolif::detail::reference {
 
 namespace {
 
-WalkStats run_one(const PreparedRun& run, Result& result, const CellProgress& progress) {
+WalkStats run_one(const PreparedRun& run, Result& result, const RunOptions& options, const CellProgress& progress) {
   WalkStats total;
   double births[kMaxGenerationsDevice + 1];
   for (const Segment& s : run.segments) {
+    throw_if_stopped(options);
     const PopulationParams& pop = run.populations[s.population];
     for (std::uint32_t c = 0; c < s.count; ++c) {
       const WalkStats st =
@@ -24,10 +25,10 @@ WalkStats run_one(const PreparedRun& run, Result& result, const CellProgress& pr
 
 }  // namespace
 
-std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results, const RunOptions&,
-                           const CellProgress& progress) {
+std::vector<WalkStats> run(const std::vector<PreparedRun>& runs, std::vector<Result>& results,
+                           const RunOptions& options, const CellProgress& progress) {
   std::vector<WalkStats> stats(runs.size());
-  for (std::size_t r = 0; r < runs.size(); ++r) stats[r] = run_one(runs[r], results[r], progress);
+  for (std::size_t r = 0; r < runs.size(); ++r) stats[r] = run_one(runs[r], results[r], options, progress);
   return stats;
 }
 

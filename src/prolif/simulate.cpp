@@ -8,6 +8,7 @@
 
 #include "core/distributions.hpp"
 #include "simkit/core/error.hpp"
+#include "simkit/core/memory.hpp"
 #include "core/dispatch.hpp"
 #include "prolif/kernels.hpp"
 
@@ -128,6 +129,28 @@ void check_stats(const WalkStats& stats) {
   }
 }
 
+// Every run of a batch holds its counts (8 bytes for each time x row x generation x population) and
+// its initial-cell segments; the cuda backend stages all counts once more on the host and holds
+// them on the device. Estimated from the first run, before the others are prepared.
+void check_batch_memory(const PreparedRun& first, const Result& result, std::size_t runs, Backend backend, int device) {
+  const double counts = static_cast<double>(result.counts.size()) * 8.0;
+  const double per_run = counts * (backend == Backend::Cuda ? 2.0 : 1.0) +
+                         static_cast<double>(first.segments.size() * sizeof(Segment)) +
+                         static_cast<double>(first.max_generation.size() * 2) + sizeof(Result) + sizeof(PreparedRun);
+  const double total = per_run * static_cast<double>(runs);
+  const std::string detail = fmt::format(" {}: {} runs of {} counts each", runs, runs, result.counts.size());
+  require_host_memory(total, "replicates", detail, "run fewer replicates at once, or fewer output times");
+  if (backend == Backend::Cuda) {
+    const double device_bytes = counts * static_cast<double>(runs) + 64.0 * 1024 * 1024;
+    const std::size_t free = device_memory(device).free;
+    if (device_bytes > static_cast<double>(free)) {
+      throw DeviceMemoryError("replicates", fmt::format("{}: needs {} of GPU memory and device {} has {} free", detail,
+                                                        gib_text(device_bytes), device,
+                                                        gib_text(static_cast<double>(free))));
+    }
+  }
+}
+
 }  // namespace detail
 
 std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<const Model> models,
@@ -146,8 +169,10 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   std::vector<Result> results(models.size());
   std::vector<detail::PreparedRun> runs;
   runs.reserve(models.size());
-  for (std::size_t r = 0; r < models.size(); ++r)
+  for (std::size_t r = 0; r < models.size(); ++r) {
     runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
+    if (r == 0) detail::check_batch_memory(runs[0], results[0], models.size(), backend, options.device);
+  }
 
   // Progress in initial cells walked, over all runs.
   double total_cells = 0, done_cells = 0;

@@ -99,8 +99,7 @@ nlohmann::json result_json(const Report& r) {
           {"times", times}};
 }
 
-nlohmann::json write_outputs(const std::filesystem::path& dir, const Report& r) {
-  ensure_output_directory(dir);
+nlohmann::json write_outputs(const std::filesystem::path& out, const Report& r) {
   const Result& first = r.runs.front();
   const std::size_t last = r.model.times.size() - 1;
 
@@ -180,15 +179,19 @@ nlohmann::json write_outputs(const std::filesystem::path& dir, const Report& r) 
   if (target_binned) add_reference(*target_binned, "target", "#d62728", false);
   add_reference(bin_histogram(r.initial, r.binning), "H(0)", "#7f7f7f", true);
 
-  // Everything is rendered before anything is written; each file is then replaced atomically.
+  // Everything is rendered before anything is written; the files are then staged and moved into
+  // `out` together (core StagedOutput), so a failed write leaves `out` as it was.
   nlohmann::json doc = result_json(r);
   const std::string json = doc.dump(2) + "\n";
   const std::string svg = render_svg(plot);
+  StagedOutput staged(out);
+  const std::filesystem::path& dir = staged.dir();
   write_file_atomic(dir / "histogram.tsv", tsv);
   write_file_atomic(dir / "exact.csv", exact);
   write_file_atomic(dir / "binned.csv", binned);
   write_file_atomic(dir / "plot.svg", svg);
   write_file_atomic(dir / "result.json", json);
+  staged.commit();  // the same five files every run: nothing of an earlier run can be stale
   return doc;
 }
 

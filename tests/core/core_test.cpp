@@ -1,6 +1,7 @@
 // The rest of src/core: atomic output, error messages, backend choice and the SVG plot writer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -162,6 +163,71 @@ TEST(OutputDirectory, AFileOfThatNameIsAUserError) {
   // And a file in the middle of the path.
   const std::string below = user_error([&] { simkit::ensure_output_directory(file / "sub"); });
   EXPECT_NE(below.find((file / "sub").string()), std::string::npos) << below;
+  EXPECT_EQ(slurp(file), "I am a file\n");
+}
+
+// A committed StagedOutput: this run's files in place (replacing same names), the stale files of an
+// earlier run gone, the user's own files untouched, no staging directory left.
+TEST(StagedOutput, CommitMovesTheRunsFilesAndRemovesStaleOnes) {
+  simkit::test::TempDir dir;
+  const fs::path out = dir / "out";
+  fs::create_directories(out / "snapshots");
+  for (const char* name : {"snapshots/angio_000000.vti", "snapshots/angio_000900.vti", "series.csv", "notes.txt",
+                           "snapshots/mine.vti"}) {
+    std::ofstream(out / name) << "old " << name;
+  }
+  {
+    simkit::StagedOutput staged(out);
+    EXPECT_EQ(staged.dir().parent_path(), out);
+    fs::create_directories(staged.dir() / "snapshots");
+    std::ofstream(staged.dir() / "snapshots" / "angio_000000.vti") << "new 0";
+    std::ofstream(staged.dir() / "series.csv") << "new series";
+    staged.commit([](const fs::path& rel) {
+      return rel == "series.csv" || simkit::matches_output_pattern(rel, "snapshots", "angio_", ".vti");
+    });
+  }
+  EXPECT_EQ(slurp(out / "snapshots" / "angio_000000.vti"), "new 0");
+  EXPECT_EQ(slurp(out / "series.csv"), "new series");
+  EXPECT_FALSE(fs::exists(out / "snapshots" / "angio_000900.vti")) << "an earlier run's snapshot stayed";
+  EXPECT_EQ(slurp(out / "notes.txt"), "old notes.txt");  // not the run's: kept
+  EXPECT_EQ(slurp(out / "snapshots" / "mine.vti"), "old snapshots/mine.vti");
+  std::vector<std::string> names = entries(out);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "series.csv", "snapshots"}));
+}
+
+// Without a commit (an error, a stop), the directory is as it was: an existing one keeps exactly
+// its files; a new one, and the parents made for it, are gone.
+TEST(StagedOutput, WithoutACommitNothingChanges) {
+  simkit::test::TempDir dir;
+  const fs::path used = dir / "used";
+  fs::create_directories(used);
+  std::ofstream(used / "result.json") << "old";
+  {
+    simkit::StagedOutput staged(used);
+    std::ofstream(staged.dir() / "result.json") << "new";
+  }
+  EXPECT_EQ(entries(used), std::vector<std::string>{"result.json"});
+  EXPECT_EQ(slurp(used / "result.json"), "old");
+  {
+    simkit::StagedOutput staged(dir / "a" / "b" / "out");
+    EXPECT_TRUE(fs::is_directory(dir / "a" / "b" / "out"));
+    std::ofstream(staged.dir() / "x") << "x";
+  }
+  EXPECT_FALSE(fs::exists(dir / "a")) << "the directories made for the failed run stayed";
+}
+
+// An unwritable place is refused when the staging starts, before any work, naming --out's field;
+// check_output_directory says the same without creating anything.
+TEST(StagedOutput, AnUnwritablePlaceIsRefusedBeforeAnyWork) {
+  simkit::test::TempDir dir;
+  const fs::path file = dir.write("taken", "I am a file\n");
+  const std::string staged = user_error([&] { simkit::StagedOutput s(file / "out"); });
+  EXPECT_NE(staged.find((file / "out").string()), std::string::npos) << staged;
+  const std::string checked = user_error([&] { simkit::check_output_directory(file / "out"); });
+  EXPECT_NE(checked.find("not a directory"), std::string::npos) << checked;
+  EXPECT_NO_THROW(simkit::check_output_directory(dir / "new" / "deeper"));
+  EXPECT_FALSE(fs::exists(dir / "new"));
   EXPECT_EQ(slurp(file), "I am a file\n");
 }
 

@@ -80,7 +80,6 @@ bool empty_or_absent(const std::filesystem::path& dir) {
   return !std::filesystem::exists(dir) || (std::filesystem::is_directory(dir) && std::filesystem::is_empty(dir));
 }
 
-namespace {
 std::string simkit_binary() {
   if (const char* env = std::getenv("SIMKIT_BIN")) return env;
   // Bundle layout: the test binaries sit next to simkit.
@@ -93,6 +92,7 @@ std::string simkit_binary() {
   return "simkit";
 }
 
+namespace {
 std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -100,9 +100,11 @@ std::string quote(const std::string& s) {
 }
 }  // namespace
 
-CommandResult run_simkit(const std::vector<std::string>& args) {
+CommandResult run_simkit(const std::vector<std::string>& args) { return run_simkit_after("", args); }
+
+CommandResult run_simkit_after(const std::string& shell_prefix, const std::vector<std::string>& args) {
   TempDir tmp;
-  std::string cmd = quote(simkit_binary());
+  std::string cmd = shell_prefix + quote(simkit_binary());
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " >" + quote((tmp / "out").string()) + " 2>" + quote((tmp / "err").string()) + " </dev/null";
   const int status = std::system(cmd.c_str());

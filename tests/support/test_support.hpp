@@ -126,6 +126,11 @@ struct CommandResult {
   std::string out, err;
 };
 CommandResult run_simkit(const std::vector<std::string>& args);
+// The same after `shell_prefix`, shell commands run first in the same /bin/sh (for example
+// "ulimit -f 8; trap '' XFSZ; " to make every write past 8 blocks fail as on a full disk).
+CommandResult run_simkit_after(const std::string& shell_prefix, const std::vector<std::string>& args);
+// The simkit binary the CLI tests run.
+std::string simkit_binary();
 
 // "exit N", stdout and stderr of a run, for failure messages.
 std::string describe(const CommandResult& r);

@@ -28,6 +28,11 @@ Backend resolve_backend(Backend requested, int device);
 // Called now and then by long runs: work done so far out of total (same unit as the summary).
 using ProgressCallback = std::function<void(double done, double total)>;
 
+// Asked now and then by long runs, from any of their threads: true ends the run at the next safe
+// point (between steps, realisations, runs, or chunks of cells) with simkit::Stopped. It must be
+// cheap and thread-safe (reading an atomic flag, say).
+using StopCallback = std::function<bool()>;
+
 // What every engine entry point takes besides its problem. The device is explicit, never global.
 struct RunOptions {
   Backend backend = Backend::Auto;
@@ -35,7 +40,13 @@ struct RunOptions {
   std::uint64_t seed = 1;
   int threads = 0;  // 0: all hardware threads
   ProgressCallback progress;
+  StopCallback stop;
 };
+
+// Whether `options` asks the run to stop (never, without a stop callback).
+inline bool stop_requested(const RunOptions& options) { return options.stop && options.stop(); }
+// Throws simkit::Stopped when the run is asked to stop; call it outside parallel regions.
+void throw_if_stopped(const RunOptions& options);
 
 // Human-readable description of what ran: "NVIDIA H100 80GB HBM3 (device 0)" or "CPU, 16 threads".
 std::string device_description(Backend resolved, int device, int threads);

@@ -49,6 +49,14 @@ class DeviceMemoryError : public UserError {
   using UserError::UserError;
 };
 
+// A run that stopped because its caller asked it to (RunOptions::stop: the CLI on SIGINT or
+// SIGTERM, Python on Ctrl-C): neither bad input nor a failure. Nothing of the run is left behind
+// (its outputs are staged, docs/reliability.md); the CLI exits with 128 + the signal's number.
+class Stopped : public std::runtime_error {
+ public:
+  Stopped() : std::runtime_error("stopped on request") {}
+};
+
 // A failure inside simkit (a CUDA call, an invariant): exit code 1.
 class InternalError : public std::runtime_error {
  public:

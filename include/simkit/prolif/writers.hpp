@@ -25,8 +25,8 @@ struct Report {
 // The result.json document (also used by tests and the CLI summary).
 nlohmann::json result_json(const Report& report);
 
-// histogram.tsv, exact.csv, binned.csv, result.json and plot.svg into `dir`; returns the
-// result.json document it wrote.
+// histogram.tsv, exact.csv, binned.csv, result.json and plot.svg into `dir` (created when missing),
+// all or nothing: they are staged and moved into place together. Returns the result.json document.
 nlohmann::json write_outputs(const std::filesystem::path& dir, const Report& report);
 
 }  // namespace simkit::prolif

@@ -125,25 +125,54 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   }
   enforce_stability(problem, report.stability, settings.force || settings.restart.has_value());
 
-  ensure_output_directory(settings.out);
-  if (settings.output_every >= 0) ensure_output_directory(settings.out / "snapshots");
-  const std::filesystem::path series_path = settings.out / "series.csv";
-  const std::filesystem::path pvd_path = settings.out / "angio.pvd";
-  const std::filesystem::path checkpoint_path = settings.out / "checkpoint.ckpt";
+  // Everything goes to a staging directory first (core StagedOutput): a run that fails, or is
+  // stopped, leaves settings.out as it was. What a restart keeps of the earlier run is read from
+  // settings.out itself.
+  StagedOutput staged(settings.out);
+  const std::filesystem::path& dir = staged.dir();
+  if (settings.output_every >= 0) ensure_output_directory(dir / "snapshots");
+  const std::filesystem::path series_path = dir / "series.csv";
+  const std::filesystem::path pvd_path = dir / "angio.pvd";
+  const std::filesystem::path checkpoint_path = dir / "checkpoint.ckpt";
+  // Where the earlier part of a restarted run is: settings.out, or, for a restart from the
+  // checkpoint of a run that died (killed, power cut) before moving its outputs into place, that
+  // run's staging directory inside settings.out. Its series rows and snapshots are taken from
+  // there (the snapshots moved into this run's staging), and the directory goes at the commit.
+  std::filesystem::path earlier = settings.out;
+  bool earlier_is_staging = false;
+  if (settings.restart) {
+    std::error_code ec;
+    const std::filesystem::path from = std::filesystem::weakly_canonical(settings.restart_source, ec).parent_path();
+    const std::filesystem::path out_real = std::filesystem::weakly_canonical(settings.out, ec);
+    if (!ec && from.parent_path() == out_real && from.filename().string().rfind(".simkit-staging-", 0) == 0 &&
+        from != std::filesystem::weakly_canonical(dir, ec)) {
+      earlier = from;
+      earlier_is_staging = true;
+    }
+  }
+  const std::filesystem::path target_series = earlier / "series.csv";
 
   std::vector<SeriesRow> series;
   std::vector<SnapshotEntry> snapshots;
   if (start > 0) {
     std::error_code ec;
-    if (settings.series_every > 0 && std::filesystem::exists(series_path, ec)) {
+    if (settings.series_every > 0 && std::filesystem::exists(target_series, ec)) {
       // Only the rows an uninterrupted run has: step 0 and multiples of series_every (the
       // interrupted run also wrote one at its own last step).
-      for (const SeriesRow& row : read_series_csv(series_path))
+      for (const SeriesRow& row : read_series_csv(target_series))
         if (row.step <= start && (row.step == 0 || row.step % settings.series_every == 0)) series.push_back(row);
     }
-    for (const SnapshotEntry& e : existing_snapshots(settings.out, start, problem.dt)) {
+    for (const SnapshotEntry& e : existing_snapshots(earlier, start, problem.dt)) {
       const auto step_of = static_cast<std::int64_t>(std::llround(e.t / problem.dt));
-      if (step_of == 0 || (settings.output_every > 0 && step_of % settings.output_every == 0)) snapshots.push_back(e);
+      if (step_of == 0 || (settings.output_every > 0 && step_of % settings.output_every == 0)) {
+        snapshots.push_back(e);
+        if (earlier_is_staging) {
+          ensure_output_directory(dir / "snapshots");
+          std::filesystem::rename(earlier / e.file, dir / e.file, ec);
+          if (ec) throw UserError("out", fmt::format(" {}: cannot take over {}: {}", settings.out.string(),
+                                                     (earlier / e.file).string(), ec.message()));
+        }
+      }
     }
   }
 
@@ -161,7 +190,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   };
   auto snapshot = [&]() {
     const std::string name = snapshot_name(step, settings.steps);
-    write_vti(settings.out / name, g, fetch());
+    write_vti(dir / name, g, fetch());
     snapshots.erase(
         std::remove_if(snapshots.begin(), snapshots.end(), [&](const SnapshotEntry& e) { return e.file == name; }),
         snapshots.end());
@@ -201,6 +230,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   // Chunks of at most ~1 s of work between progress updates, estimated from the rate so far.
   std::int64_t chunk_cap = 16;
   while (step < settings.steps) {
+    throw_if_stopped(options);  // SIGINT, SIGTERM: at most ~1 s of work after the request
     std::int64_t stop = settings.steps;
     stop = std::min(stop, next_multiple(step, settings.series_every));
     stop = std::min(stop, next_multiple(step, settings.output_every));
@@ -239,19 +269,33 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   report.form = problem.form;
   report.final_state = (!series.empty() && series.back().step == step) ? series.back().r : solver->reduce();
 
-  if (settings.series_every > 0) {
-    write_series_csv(series_path, series);
-    report.files.push_back(series_path);
-  }
-  report.files.push_back(pvd_path);
-  if (settings.checkpoint_every > 0) report.files.push_back(checkpoint_path);
-  if (settings.quicklook) {
-    for (auto& file : write_quicklook(settings.out, g, fetch())) report.files.push_back(file);
-  }
+  if (settings.series_every > 0) write_series_csv(series_path, series);
+  std::vector<std::filesystem::path> quicklook;
+  if (settings.quicklook) quicklook = write_quicklook(dir, g, fetch());
   report.wall_seconds = wall.seconds();
-  const std::filesystem::path run_json = settings.out / "run.json";
-  write_file_atomic(run_json, report.to_json(settings).dump(2) + "\n");
-  report.files.push_back(run_json);
+  write_file_atomic(dir / "run.json", report.to_json(settings).dump(2) + "\n");
+  // Into place. Of what an earlier run left in settings.out, the snapshots this run's collection
+  // lists (a restart keeps those up to its step) stay; the rest of the earlier run's own files go,
+  // so that the directory holds one run, and --restart cannot pick up a stale checkpoint.
+  std::vector<std::filesystem::path> kept;
+  for (const SnapshotEntry& e : snapshots) kept.push_back(e.file);
+  staged.commit([&](const std::filesystem::path& rel) {
+    static const char* const kOwn[] = {"series.csv", "angio.pvd", "checkpoint.ckpt", "run.json",
+                                       "slice.png",  "mip_n.png", "slice.svg"};
+    for (const char* own : kOwn)
+      if (rel == own) return true;
+    return matches_output_pattern(rel, "snapshots", "angio_", ".vti") &&
+           std::find(kept.begin(), kept.end(), rel) == kept.end();
+  });
+  if (earlier_is_staging) {
+    std::error_code ec;
+    std::filesystem::remove_all(earlier, ec);  // the dead run's leftovers, now taken over
+  }
+  if (settings.series_every > 0) report.files.push_back(settings.out / "series.csv");
+  report.files.push_back(settings.out / "angio.pvd");
+  if (settings.checkpoint_every > 0) report.files.push_back(settings.out / "checkpoint.ckpt");
+  for (const auto& file : quicklook) report.files.push_back(settings.out / file.filename());
+  report.files.push_back(settings.out / "run.json");
   return report;
 }
 

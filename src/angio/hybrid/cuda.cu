@@ -635,7 +635,8 @@ struct Batch {
 void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies) {
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
+                      const StopCallback& stop) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -699,6 +700,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.hash_bits = hash_bits;
   p.which = batch.which.data();
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
+    if (stop && stop()) throw Stopped();
     const int count =
         static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch_size), which.size() - first));
     const auto n = static_cast<std::size_t>(count);
@@ -732,6 +734,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
         if (s % 16 == 15) {
           batch.state.download(state.data(), n);
           SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+          if (stop && stop()) throw Stopped();  // the batch's buffers are freed on the way out
           if (std::all_of(state.begin(), state.end(), [](const State& st) { return st.finished != 0; })) break;
         }
       }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "simkit/core/backend.hpp"
 #include "simkit/angio/hybrid_rules.hpp"
 #include "angio/model.hpp"
 
@@ -67,6 +68,6 @@ void run_realisations(const KernelProblem& p, const std::vector<double>& c0, con
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr,
-                      bool row_copies = false);
+                      bool row_copies = false, const StopCallback& stop = {});
 
 }  // namespace simkit::angio::detail::hybrid_cuda

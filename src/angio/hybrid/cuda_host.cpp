@@ -17,7 +17,8 @@
 namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
-                             const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing) {
+                             const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing,
+                             const StopCallback& stop) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const Clock::time_point setup_start = Clock::now();
@@ -73,7 +74,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             finished.push_back(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies);
+        timing, initial_capacity.row_copies, stop);
     // Rebuild the finished realisations on every host thread (each on its own).
     const Clock::time_point rebuild_start = Clock::now();
     const auto count = static_cast<std::int64_t>(finished.size());
@@ -117,7 +118,8 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
 namespace simkit::angio::detail::hybrid::cuda {
 
 std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
-  return hybrid_cuda::run(problem, options.seed, replicates, options.device, options.progress, hybrid_cuda::Capacity{});
+  return hybrid_cuda::run(problem, options.seed, replicates, options.device, options.progress, hybrid_cuda::Capacity{},
+                          nullptr, options.stop);
 }
 
 }  // namespace simkit::angio::detail::hybrid::cuda

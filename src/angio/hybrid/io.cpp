@@ -284,16 +284,13 @@ Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
   return out;
 }
 
-nlohmann::json write_hybrid_outputs(const fs::path& out, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem& p, const std::vector<Realisation>& ensemble,
                                     const HybridRunInfo& info) {
   if (ensemble.empty()) throw InternalError("write_hybrid_outputs: no realisation");
-  // Metrics of an earlier, larger ensemble in the same directory go, so that metrics/ matches
-  // ensemble.csv.
+  // Staged (core StagedOutput): `out` changes only when every file is written.
+  StagedOutput staged(out_dir);
+  const fs::path& out = staged.dir();
   ensure_output_directory(out / "metrics");
-  for (const auto& entry : fs::directory_iterator(out / "metrics")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("realisation_", 0) == 0 && entry.path().extension() == ".csv") fs::remove(entry.path());
-  }
   for (std::size_t r = 0; r < ensemble.size(); ++r)
     write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
   write_ensemble_csv(out / "ensemble.csv", ensemble);
@@ -328,6 +325,13 @@ nlohmann::json write_hybrid_outputs(const fs::path& out, const HybridProblem& p,
                      {"weights", weights_name(p.hybrid.weights)},
                      {"psi", p.hybrid.psi}};
   write_file_atomic(out / "result.json", result.dump(2) + "\n");
+  // An earlier run's files that this one did not write go (a larger ensemble's metrics, a network
+  // image this run was not asked for), so that the directory describes one run.
+  staged.commit([](const fs::path& rel) {
+    for (const char* own : {"ensemble.csv", "network.vtp", "fields.vti", "network.png", "result.json"})
+      if (rel == own) return true;
+    return matches_output_pattern(rel, "metrics", "realisation_", ".csv");
+  });
   return result;
 }
 

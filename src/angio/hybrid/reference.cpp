@@ -552,7 +552,7 @@ Realisation run_hybrid_reference(const HybridProblem& p, std::uint64_t seed) {
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
                                              Backend backend, int threads, const ProgressCallback& progress,
                                              int device) {
-  return run_hybrid_ensemble(problem, replicates, RunOptions{backend, device, seed, threads, progress}).realisations;
+  return run_hybrid_ensemble(problem, replicates, RunOptions{backend, device, seed, threads, progress, {}}).realisations;
 }
 
 namespace detail::hybrid {
@@ -581,6 +581,7 @@ std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, 
   const ProgressCallback& progress = options.progress;
   int done = 0;
   parallel_for(0, replicates, Schedule{workers, 1}, [&](std::int64_t r) {
+    if (stop_requested(options)) return;  // asked to stop: the rest is skipped, then Stopped below
     out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
 #pragma omp critical(simkit_angio_hybrid_progress)
     {
@@ -588,6 +589,7 @@ std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, 
       if (progress) progress(done, replicates);
     }
   });
+  throw_if_stopped(options);
   return out;
 }
 
@@ -614,6 +616,17 @@ std::vector<Realisation> run_backend(Backend backend, const HybridProblem& probl
 HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
   validate(problem);
   if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
+  // Every realisation keeps a metrics row per step and at least its sprouts' first segments: a
+  // lower bound of what the ensemble holds, checked before any work (an ensemble of 10^6 used to
+  // grow until the kernel killed it).
+  const double steps = static_cast<double>(detail::hybrid_last_step(problem)) + 1.0;
+  const double per_realisation = steps * sizeof(MetricsRow) + sizeof(Realisation) +
+                                 (static_cast<double>(problem.hybrid.sprouts) + static_cast<double>(problem.hybrid.sprouts_at.size())) *
+                                     sizeof(Segment);
+  require_host_memory(per_realisation * static_cast<double>(replicates), "replicates",
+                      fmt::format(" {}: {} realisations of {} steps", replicates, replicates,
+                                  static_cast<std::int64_t>(steps)),
+                      "run fewer realisations at once (their seeds continue: --seed S + r)");
   HybridEnsemble result;
   result.backend = resolve_backend(options.backend, options.device);
   const int workers = result.backend == Backend::Cpu ? effective_threads(options.threads) : 1;
