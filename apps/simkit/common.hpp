@@ -18,12 +18,25 @@ namespace simkit::cli {
 // element of a comma-separated list too), so no NaN or infinity reaches a run.
 inline const CLI::Validator kFinite(
     [](std::string& text) -> std::string {
+      // An empty value ("--times ''", "--t-max ''") would convert to 0.
+      if (text.find_first_not_of(" \t") == std::string::npos) return "must be a finite number, got an empty value";
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
       if (end == text.c_str()) return {};  // not a number at all: the conversion says so
       return std::isfinite(value) ? std::string{} : "must be a finite number, got " + text;
     },
     "FINITE", "finite");
+
+// Non-negative numbers. CLI::NonNegativeNumber says "not in range 0.000000 to 1797693...368.000000"
+// (DBL_MAX printed in full, 300 digits); this says what is wrong in a few words.
+inline const CLI::Validator kNonNegative(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str()) return {};  // not a number at all: the conversion says so
+      return value >= 0 ? std::string{} : "must be 0 or more, got " + text;
+    },
+    "NONNEGATIVE", "non-negative");
 
 // Seeds are unsigned 64-bit integers, written in decimal: a sign, or a value above 2^64 - 1, would
 // otherwise wrap silently.
@@ -53,11 +66,11 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
   app.add_option("--backend", o.backend, "Backend: auto (CUDA when a device is usable, else cpu), reference, cpu, cuda")
       ->check(CLI::IsMember(names_of(kBackendNames)))
       ->capture_default_str();
-  app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(kNonNegative);
   app.add_option("--threads", o.threads,
                  "CPU threads for the cpu backend (0: all; at most 4 x the hardware threads, never fewer than 256)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");
   app.add_flag("--json", o.json, "Print the end-of-run summary as one JSON object on one line of stdout");
 }

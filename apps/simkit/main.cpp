@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   // A bad command line is a user error like any other: one line on stderr, exit code 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return fmt::format("simkit: error: {} (run with --help for usage)\n", e.what());
+    return fmt::format("simkit: error: {} (run with --help for usage)\n", printable_line(e.what()));
   });
 
   cli::Action action;
@@ -42,10 +42,10 @@ int main(int argc, char** argv) {
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
     return 128 + (signal != 0 ? signal : SIGINT);
   } catch (const UserError& e) {
-    fmt::print(stderr, "simkit: error: {}\n", simkit::cli::cli_message(e));
+    fmt::print(stderr, "simkit: error: {}\n", printable_line(simkit::cli::cli_message(e)));
     return kExitUser;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "simkit: internal error: {}\n", e.what());
+    fmt::print(stderr, "simkit: internal error: {}\n", printable_line(e.what()));
     return kExitInternal;
   }
 }

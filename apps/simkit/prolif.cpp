@@ -152,13 +152,19 @@ void add_prolif_command(CLI::App& app, Action& action) {
       sim->add_option("--populations", a->populations, "Model as a cuProCell types file (proportion mean sd)");
   cfg->excludes(types);
   types->excludes(cfg);
-  sim->add_option("--t-max", a->t_max, "Simulated time in hours (default: the model's)")->check(kFinite);
+  // Range checks here, so that a bad value is reported as the flag's (validate() would name the
+  // model file the other fields come from).
+  sim->add_option("--t-max", a->t_max, "Simulated time in hours (default: the model's)")
+      ->check(kFinite)
+      ->check(kNonNegative);
   sim->add_option("--times", a->times, "Output times in hours, comma-separated; t_max is the largest")
       ->delimiter(',')
-      ->check(kFinite);
+      ->check(kFinite)
+      ->check(kNonNegative);
   sim->add_option("--phi-min", a->phi_min,
                   "Fluorescence threshold: cells whose daughters would fall to it or below are discarded")
-      ->check(kFinite);
+      ->check(kFinite)
+      ->check(kNonNegative);
   sim->add_option("--start", a->start,
                   "Clock start: sync (every cell at t = 0) or procell-async (ProCell's asynchronous start)");
   sim->add_option("--seed", a->seed, "Random seed (default: the model's, else 1); replicate r uses seed + r")

@@ -60,6 +60,9 @@ inline std::string read_whole_file(const std::filesystem::path& path, const std:
   std::string content(static_cast<std::size_t>(size), '\0');
   in.read(content.data(), static_cast<std::streamsize>(size));
   if (in.bad() || static_cast<std::uintmax_t>(in.gcount()) != size) throw input_error(file, 0, "", "cannot read the file");
+  // A UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first field: left
+  // in, it turned a CSV header into data and showed up invisibly in error messages.
+  if (content.compare(0, 3, "\xEF\xBB\xBF") == 0) content.erase(0, 3);
   return content;
 }
 

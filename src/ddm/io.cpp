@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -518,6 +519,22 @@ AnyRegions read_regions_binary(const fs::path& path, std::optional<Coords> coord
 
 AnyRegions read_regions(const fs::path& path, std::optional<Coords> coords) {
   if (starts_with_magic(path, kRegionMagic)) return read_regions_binary(path, coords);
+  // Not the binary format: a .bin name, or control bytes in the first bytes, mean a binary file
+  // that is not ours (or is damaged); read as CSV it gave a puzzling message about columns.
+  check_input_file(path, path.string());
+  std::ifstream in = open_input(path);
+  char head[512];
+  in.read(head, sizeof head);
+  const std::string_view start(head, static_cast<std::size_t>(in.gcount()));
+  const bool control = std::any_of(start.begin(), start.end(), [](char ch) {
+    const auto b = static_cast<unsigned char>(ch);
+    return b < 0x20 && b != '\n' && b != '\r' && b != '\t';
+  });
+  if (path.extension() == ".bin" || control) {
+    throw input_error(path.string(), 0, "",
+                      "not a simkit region file: a binary file must start with the SKDDM1 magic (simkit ddm generate "
+                      "--out F.bin writes one), and a CSV file is text");
+  }
   return read_regions_csv(path, coords);
 }
 

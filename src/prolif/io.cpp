@@ -219,7 +219,7 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
   const bool csv_by_name = ends_with_csv(path);
   bool csv = csv_by_name;
   bool first_content_line = true;
-  std::size_t csv_columns = 2;
+  std::size_t csv_columns = 2, value_column = 0, count_column = 1;
 
   text::LineReader lines(content, file);
   std::vector<std::string_view> fields;
@@ -233,6 +233,29 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
         if (!numeric) {
           if (fields.size() < 2) throw line->error("", "CSV header must name at least two columns (value, count)");
           csv_columns = fields.size();
+          // Columns named 'value' and 'count' are found by name, in any order; a header of other
+          // names must have exactly two columns (value first), so that no column is read as
+          // another.
+          {
+            const auto named = [&](std::string_view name) {
+              for (std::size_t k = 0; k < fields.size(); ++k) {
+                std::string lower(text::trim(fields[k]));
+                for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                if (lower == name) return k;
+              }
+              return fields.size();
+            };
+            value_column = named("value");
+            count_column = named("count");
+            if (csv_columns == 2 && (value_column == fields.size() || count_column == fields.size())) {
+              value_column = 0;
+              count_column = 1;
+            } else if (value_column == fields.size() || count_column == fields.size()) {
+              throw line->error("", fmt::format("the CSV header has {} columns; name two of them 'value' and 'count' "
+                                                "(the others are ignored), or give only those two",
+                                                csv_columns));
+            }
+          }
           continue;
         }
         if (csv_by_name) throw line->error("", "a .csv histogram needs a header line such as 'value,count'");
@@ -247,8 +270,10 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
     const std::size_t allowed = csv ? csv_columns : 2;
     if (fields.size() > allowed)
       throw line->error("count", fmt::format("unexpected text after the count: '{}'", fields[allowed]));
-    const double value = parse_value(fields[0], *line);
-    const std::uint64_t count = parse_count(fields[1], *line);
+    if (fields.size() != allowed && csv && csv_columns > 2)
+      throw line->error("", fmt::format("{} columns; the header has {}", fields.size(), csv_columns));
+    const double value = parse_value(fields[value_column], *line);
+    const std::uint64_t count = parse_count(fields[count_column], *line);
     if (count == 0) continue;  // empty bins carry no cells; keeping them would only cost work
     histogram.values.push_back(value);
     histogram.counts.push_back(count);

@@ -29,6 +29,8 @@ struct HostileCase {
   std::vector<std::string> says;  // each must appear in the one line of stderr
   // Files made before the run: path under the work directory -> file copied there.
   std::vector<std::pair<std::string, fs::path>> files = {};
+  // ... and path under the work directory -> content written there.
+  std::vector<std::pair<std::string, std::string>> contents = {};
 };
 
 std::ostream& operator<<(std::ostream& os, const HostileCase& c) { return os << c.name; }
@@ -136,6 +138,33 @@ std::vector<HostileCase> cases() {
                  {"angio", "run", "--initial-file", "TMP/dir", "--steps", "2", "--out", "OUT", "-q"},
                  {"dir", "is a directory"},
                  {{"dir/x", h0}}});
+  // Messages that blamed the wrong source, printed a range as 300 digits, or echoed raw bytes.
+  out.push_back({"prolif_times_empty", with(prolif_simulate(), {"--times", ""}), {"--times", "empty"}});
+  out.push_back({"prolif_t_max_empty", with(prolif_simulate(), {"--t-max", " "}), {"--t-max", "empty"}});
+  out.push_back({"prolif_phi_min_negative", with(prolif_simulate(), {"--phi-min", "-1e300"}),
+                 {"--phi-min", "0 or more", "-1e300"}});  // not the model file's field, not DBL_MAX in full
+  out.push_back({"prolif_times_negative", with(prolif_simulate(), {"--times", "5,-3"}), {"--times", "0 or more"}});
+  out.push_back({"angio_threads_negative", with(angio_run(), {"--threads", "-5"}), {"--threads", "0 or more"}});
+  out.push_back({"angio_h_leaves_no_step",
+                 {"angio", "run", "--grid", "21,21,1", "--h", "1e-300", "--steps", "2", "--out", "OUT", "-q"},
+                 {"--h 1e-300", "no automatic step"}});  // --dt was not given: it is not to blame
+  out.push_back({"prolif_csv_columns_not_named",
+                 {"prolif", "simulate", "--histogram", "TMP/h.csv", "--config", (kExamples / "prolif" / "model.toml").string(),
+                  "--out", "OUT", "-q"},
+                 {"h.csv:1", "'value' and 'count'"},
+                 {},
+                 {{"h.csv", "mfi,events,fraction\n100,5,0.5\n"}}});
+  out.push_back({"ddm_bin_bad_magic",
+                 {"ddm", "match", "--input", "TMP/r.bin", "-q"},
+                 {"r.bin", "SKDDM1 magic"},
+                 {},
+                 {{"r.bin", std::string("SIMKITXX\0\x01\x02\x03garbage", 19)}}});
+  out.push_back({"angio_vti_control_bytes",
+                 {"angio", "run", "--initial-file", "TMP/g.vti", "--steps", "2", "--out", "OUT", "-q"},
+                 {"g.vti:2", "WholeExtent", "\\x01\\x0A\\x1B"},
+                 {},
+                 {{"g.vti", "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\"><ImageData WholeExtent=\"0 1 \x01\n\x1b[31m 0 0\" "
+                            "Spacing=\"1 1 1\" Origin=\"0 0 0\"></ImageData></VTKFile>\n"}}});
   return out;
 }
 
@@ -158,6 +187,7 @@ TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesEverythingAsItWas) {
     fs::create_directories((dir / name).parent_path());
     fs::copy_file(source, dir / name);
   }
+  for (const auto& [name, content] : GetParam().contents) dir.write(name, content);
   std::vector<std::string> args = GetParam().args;
   for (std::string& a : args) {
     if (a == "OUT") a = out.string();
@@ -169,6 +199,10 @@ TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesEverythingAsItWas) {
   EXPECT_EQ(r.exit_code, 2) << describe(r);
   ASSERT_FALSE(r.err.empty()) << describe(r);
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line on stderr:\n" << r.err;
+  // A line a person can read: no control bytes (escape sequences, raw binary) and no flood.
+  EXPECT_TRUE(std::none_of(r.err.begin(), r.err.end() - 1, [](char ch) { return static_cast<unsigned char>(ch) < 0x20; }))
+      << r.err;
+  EXPECT_LT(r.err.size(), 600u) << r.err;
   for (const std::string& s : GetParam().says) EXPECT_THAT(r.err, testing::HasSubstr(s));
   EXPECT_EQ(snapshot(dir.path()), before) << "the failed run changed the work directory";
 }

@@ -72,6 +72,23 @@ TEST(ReadHistogram, CsvWithHeader) {
   EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{4, 1000}));
 }
 
+// Columns named value and count are found by name, in any order and any case; a byte-order mark
+// (spreadsheet exports) does not hide the header; more than two unnamed columns are refused, and a
+// row must have the header's columns.
+TEST(ReadHistogram, CsvColumnsByNameAndByteOrderMark) {
+  TempDir dir;
+  auto h = read_histogram(dir.write("a.csv", "\xEF\xBB\xBF" "Count,note,Value\n4,x,10\n6,y,20\n"));
+  EXPECT_EQ(h.values, (std::vector<double>{10.0, 20.0}));
+  EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{4, 6}));
+  h = read_histogram(dir.write("b.csv", "\xEF\xBB\xBFvalue,count\n10,5\n"));
+  EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{5}));
+  std::string m = simkit::test::user_error([&] { (void)read_histogram(dir.write("c.csv", "mfi,events,fraction\n100,5,0.5\n")); });
+  EXPECT_NE(m.find("c.csv:1"), std::string::npos) << m;
+  EXPECT_NE(m.find("'value' and 'count'"), std::string::npos) << m;
+  m = simkit::test::user_error([&] { (void)read_histogram(dir.write("d.csv", "value,note,count\n100,x\n")); });
+  EXPECT_NE(m.find("d.csv:2"), std::string::npos) << m;
+}
+
 TEST(ReadHistogram, CommaInFirstLineMeansCsvEvenWithoutCsvExtension) {
   TempDir dir;
   const auto path = dir.write("h0.dat", "value,count,note\r\n5,2,a\r\n6,3,b\r\n");

@@ -37,6 +37,12 @@ class UserError : public std::runtime_error {
 // as flags ("--t-max"), the ddm C API as they are; what() keeps the library's names.
 std::string message_naming(const UserError& e, const std::function<std::string(std::string_view)>& name_of);
 
+// `message` made fit for one line of a terminal: control characters (newlines included) and bytes
+// that are not valid UTF-8 written as \xNN, and at most `max_bytes` bytes kept (then "..."), so
+// that text echoed from a garbage file can neither break the line nor flood it. Front ends print
+// every error through it.
+std::string printable_line(std::string_view message, std::size_t max_bytes = 1000);
+
 // "FILE:LINE: field 'FIELD': PROBLEM" (line 0 leaves the line out; an empty field leaves it out).
 [[nodiscard]] UserError input_error(std::string_view file, std::size_t line, std::string_view field,
                                     std::string_view problem);

@@ -90,8 +90,10 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   if (settings.auto_dt) {
     const double k = 0.9 * report.stability.largest_stable_k;
     if (!std::isfinite(k) || !(k > 0)) {
-      throw UserError("dt", fmt::format(": no automatic step: the largest stable k is {} ({}); give `dt` (and `force`)",
-                                  report.stability.largest_stable_k, report.stability.binding_limit));
+      // dt was not given: the grid (or the state) is what leaves no step, so name h.
+      throw UserError("h", fmt::format(" {:g}: no automatic step: the largest stable k on this grid is {} ({}); give a "
+                                       "larger `h`, or `dt` (and `force`)",
+                                       g.h, report.stability.largest_stable_k, report.stability.binding_limit));
     }
     settings.problem.dt = round_step_down(k);
     validate(settings.problem);
