@@ -71,32 +71,61 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
   const int dims = s.dims;
   std::uint64_t total = 0;
   // A sink that throws must not leave the parallel region: the first exception is kept, every
-  // thread stops at its next region, and it is rethrown afterwards. (An allocation failure while a
-  // thread fills its buffer is not caught: the buffers are bounded, 64 Ki pairs a thread.)
+  // thread stops at its next block, and it is rethrown afterwards. Sink calls are serial (the
+  // ordered construct) and hold at most 64 Ki pairs (and at most chunk); a thread's buffer holds one
+  // block's pairs (256 regions' partners).
   ErrorSlot errors;
-  // Per-thread buffers of at most 64 Ki pairs (and at most chunk): memory stays bounded.
   const std::size_t flush_at = std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 16);
 #pragma omp parallel num_threads(workers) reduction(+ : total)
   {
-    std::vector<Match> buffer;
-    auto deliver = [&] {
-#pragma omp critical(simkit_ddm_sink)
-      {
-        if (!errors.failed()) errors.guard([&] { (*sink)(buffer.data(), buffer.size()); });
-      }
-      buffer.clear();
-    };
-    auto emit = [&](std::uint64_t i, std::uint64_t j) {
+    std::vector<Match> buffer;  // pairs of the thread's current block
+    auto emit = [&](std::uint64_t i, std::uint64_t j) {  // counts and per-region counts
       ++total;
-      if (mode == Output::Pairs) {
-        buffer.push_back({i, j});
-        if (buffer.size() >= flush_at) deliver();
-      } else if (mode == Output::PerRegion) {
+      if (mode == Output::PerRegion) {
         std::atomic_ref<std::uint64_t>((*per_s)[i]).fetch_add(1, std::memory_order_relaxed);
         std::atomic_ref<std::uint64_t>((*per_u)[j]).fetch_add(1, std::memory_order_relaxed);
       }
     };
     const auto ns = static_cast<std::int64_t>(s.size), nu = static_cast<std::int64_t>(u.size);
+    if (mode == Output::Pairs) {
+      // Pairs in a fixed order whatever the thread count (the same bytes in a pair file): blocks of
+      // kBlock sorted subscriptions, then of sorted updates, each block's pairs found by one
+      // thread in order and delivered in block order (the ordered construct).
+      constexpr std::int64_t kBlock = 256;
+      const std::int64_t blocks_s = (ns + kBlock - 1) / kBlock, blocks = blocks_s + (nu + kBlock - 1) / kBlock;
+#pragma omp for ordered schedule(dynamic, 1)
+      for (std::int64_t blk = 0; blk < blocks; ++blk) {
+        if (!errors.failed()) {
+          const bool subs = blk < blocks_s;
+          const std::int64_t first = (subs ? blk : blk - blocks_s) * kBlock;
+          const std::int64_t last = std::min(first + kBlock, subs ? ns : nu);
+          for (std::int64_t a = first; a < last; ++a) {
+            const auto r = static_cast<std::size_t>(a);
+            if (subs) {
+              const std::uint64_t i = vs.index[r];
+              for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) {
+                ++total;
+                buffer.push_back({i, vu.index[q]});
+              });
+            } else {
+              const std::uint64_t j = vu.index[r];
+              for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) {
+                ++total;
+                buffer.push_back({vs.index[q], j});
+              });
+            }
+          }
+        }
+#pragma omp ordered
+        {
+          for (std::size_t at = 0; at < buffer.size() && !errors.failed(); at += flush_at) {
+            const std::size_t n = std::min(flush_at, buffer.size() - at);
+            errors.guard([&] { (*sink)(buffer.data() + at, n); });
+          }
+          buffer.clear();
+        }
+      }
+    } else {
 #pragma omp for schedule(dynamic, 256) nowait
     for (std::int64_t a = 0; a < ns; ++a) {
       if (errors.failed()) continue;
@@ -111,7 +140,7 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
       const std::uint64_t j = vu.index[r];
       for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
     }
-    if (mode == Output::Pairs && !buffer.empty()) deliver();
+    }
   }
   errors.rethrow();
   return total;

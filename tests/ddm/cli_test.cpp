@@ -215,6 +215,27 @@ TEST(DdmCli, GenerateIsDeterministicAndBinaryMatchesCsv) {
   EXPECT_EQ(a.updates.upper, b.updates.upper);
 }
 
+// A pair file has the same bytes whatever the thread count (issue 14: with two or more threads the
+// order used to change from run to run).
+TEST(DdmCli, PairFilesAreTheSameBytesForEveryThreadCount) {
+  TempDir tmp;
+  ASSERT_EQ(ddm({"generate", "--n", "20000", "--alpha", "20", "--dims", "2", "--seed", "5", "--out",
+                 (tmp / "r.bin").string()})
+                .exit_code,
+            0);
+  std::string first;
+  for (const char* threads : {"1", "2", "4", "4"}) {
+    const fs::path out = tmp / (std::string("pairs_") + threads + ".csv");
+    const CommandResult r = ddm({"match", "--input", (tmp / "r.bin").string(), "--backend", "cpu", "--threads", threads,
+                                 "--pairs", out.string(), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const std::string bytes = slurp(out);
+    ASSERT_GT(bytes.size(), 100000u);
+    if (first.empty()) first = bytes;
+    EXPECT_TRUE(bytes == first) << threads << " threads wrote other bytes";
+  }
+}
+
 // ---- bad input ----
 
 TEST(DdmCli, BadInputExitsTwoWithOneLineAndNoOutput) {

@@ -69,8 +69,11 @@ struct Match {
   std::uint64_t s = 0, u = 0;
 };
 
-// Receives the pairs in chunks (at most MatchOptions::chunk_pairs each), in no particular order,
-// from one thread at a time.
+// Receives the pairs in chunks (at most MatchOptions::chunk_pairs each), from one thread at a time.
+// The order is fixed for given inputs, whatever the thread count or chunk size, for the cpu
+// backend's parallel matcher (sorted subscriptions, then sorted updates, each region's partners in
+// the walk's order), the GPU matcher and the serial algorithms; it differs between algorithms.
+// Sort the pairs if you need one order across algorithms or backends.
 using MatchSink = std::function<void(const Match* pairs, std::size_t count)>;
 
 // The engine's options are the common RunOptions (backend, device, threads; the seed is unused:
