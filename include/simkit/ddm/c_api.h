@@ -9,7 +9,7 @@
  * Regions: a set of n regions in `dims` dimensions (1 to SIMKIT_DDM_MAX_DIMS) is three arrays:
  *   ids[i]                    i < n: the region's id (unique within the set)
  *   lower[d * n + i]          d < dims, i < n: the lower bound of region i in dimension d
- *   upper[d * n + i]          likewise the upper bound (lower <= upper; f64: no NaN)
+ *   upper[d * n + i]          likewise the upper bound (lower <= upper; f64: finite)
  * i.e. dimension-major: all the lower bounds of dimension 0, then those of dimension 1, ...
  * The arrays are only read, during the call; the caller keeps ownership. With n == 0 they may be
  * NULL. Subscription and update sets have the same `dims`.
@@ -84,8 +84,11 @@ typedef enum simkit_ddm_algorithm {
 typedef struct simkit_ddm_matcher simkit_ddm_matcher;
 
 /* Receives intersecting pairs as ids: sub_ids[k] (a subscription) intersects upd_ids[k] (an update),
- * k < count. Every pair comes exactly once, in no particular order, in calls of at most
- * min(chunk_pairs, 65536) pairs; the arrays are valid only during the call. Calls come one at a time
+ * k < count. Every pair comes exactly once, in calls of at most min(chunk_pairs, 65536) pairs; the
+ * arrays are valid only during the call. The order of the pairs is fixed for given regions, rule and
+ * algorithm, whatever the thread count and chunk_pairs (so files written from it have the same bytes
+ * run after run); it differs between algorithms: sort the pairs for one order across algorithms or
+ * backends. Calls come one at a time
  * but possibly from different threads. Return 0 to go on; any other value cancels the matching: the
  * callback is not called again and the matching function returns SIMKIT_DDM_CANCELLED (with the cpu
  * backend the work already started finishes first, without calling back). The callback must not
@@ -139,7 +142,7 @@ simkit_ddm_status simkit_ddm_set_chunk_pairs(simkit_ddm_matcher* matcher, size_t
  *   count_per_region: per_s[i] (i < ns) = the updates that subscription i intersects, per_u[j]
  *                     (j < nu) likewise; caller-allocated arrays, written only on success (may be
  *                     NULL when their set is empty).
- * Invalid regions (dims outside 1..8, lower > upper, NaN, a duplicate id within a set) are
+ * Invalid regions (dims outside 1..8, lower > upper, NaN or infinity, a duplicate id within a set) are
  * SIMKIT_DDM_BAD_INPUT with a message naming the set (S or U), the region id and the dimension. */
 simkit_ddm_status simkit_ddm_match_pairs_u32(simkit_ddm_matcher* matcher, int dims, size_t ns, const uint64_t* s_ids,
                                              const uint32_t* s_lower, const uint32_t* s_upper, size_t nu,
