@@ -4,6 +4,7 @@
 # Usage (from the repository root, .bundle carried):
 #   bash scripts/gpu-check.sh [--tests-only|--bench-only] [BENCH_FILTER]
 #   bash scripts/gpu-check.sh --profile BENCH_FILTER [KERNEL_REGEX]   (Nsight Compute on one kernel)
+#   bash scripts/gpu-check.sh --sanitize [GTEST_FILTER]   (compute-sanitizer over the *_cuda_test binaries)
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
@@ -25,6 +26,34 @@ commit=$(cat "$bundle/COMMIT" 2>/dev/null | tr '\n' ' ')
 echo "== simkit info (bundle commit $commit)"
 "$bundle/simkit" info | tee "$out/info.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null | tee -a "$out/info.txt"
+
+if [ "$mode" = "--sanitize" ]; then
+  # compute-sanitizer over the CUDA test binaries: memcheck (out-of-bounds and misaligned accesses,
+  # leaks of device memory), racecheck (shared-memory hazards: the staged kernels' plane rings),
+  # synccheck and initcheck. FILTER (optional) is a gtest filter. Results in docs/reliability.md.
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$cs" ] || { echo "no compute-sanitizer on this machine"; exit 1; }
+  gfilter="${2:-*}"
+  failed=0
+  for tool in memcheck racecheck synccheck initcheck; do
+    for t in "$bundle"/*_cuda_test; do
+      name=$(basename "$t")
+      extra=()
+      [ "$tool" = memcheck ] && extra=(--leak-check full)
+      start=$(date +%s)
+      "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 "$t" --gtest_brief=1 --gtest_filter="$gfilter" \
+        > "$out/sanitize-$tool-$name.log" 2>&1
+      rc=$?
+      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$out/sanitize-$tool-$name.log" | tail -1)
+      tests=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/sanitize-$tool-$name.log" | grep -oE '[0-9]+$' || echo 0)
+      printf '%-10s %-28s rc=%-3s passed=%-4s %4ss  %s\n' "$tool" "$name" "$rc" "$tests" "$(( $(date +%s) - start ))" "$summary"
+      [ $rc -ne 0 ] && failed=1 && grep -E "=========  (Invalid|Race|Barrier|Uninitialized|Leaked)|Program hit" \
+        "$out/sanitize-$tool-$name.log" | head -5
+    done
+  done
+  [ $failed -eq 0 ] && echo "gpu-check --sanitize: OK" || echo "gpu-check --sanitize: FINDINGS (logs in $out)"
+  exit $failed
+fi
 
 if [ "$mode" = "--profile" ]; then
   # One launch of the kernels matching KERNEL_REGEX inside the benchmark case BENCH_FILTER, with the

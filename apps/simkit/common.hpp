@@ -23,7 +23,7 @@ inline const CLI::Validator kFinite(
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
       if (end == text.c_str()) return {};  // not a number at all: the conversion says so
-      return std::isfinite(value) ? std::string{} : "must be a finite number, got " + text;
+      return std::isfinite(value) ? std::string{} : "must be finite, got " + text;
     },
     "FINITE", "finite");
 
@@ -34,7 +34,7 @@ inline const CLI::Validator kNonNegative(
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
       if (end == text.c_str()) return {};  // not a number at all: the conversion says so
-      return value >= 0 ? std::string{} : "must be 0 or more, got " + text;
+      return value >= 0 ? std::string{} : "must be >= 0, got " + text;  // the words of core numbers.hpp
     },
     "NONNEGATIVE", "non-negative");
 

@@ -10,6 +10,7 @@
 
 #include "simkit/core/error.hpp"
 #include "core/input.hpp"
+#include "core/numbers.hpp"
 #include "core/toml_util.hpp"
 
 namespace simkit::angio {
@@ -108,12 +109,12 @@ struct Reader {
   }
   double positive(const toml::key& key, const toml::node& node, std::string_view field) const {
     const double v = toml_util::number(node, field, file);
-    if (!(std::isfinite(v) && v > 0)) fail(key, node, field, fmt::format("must be a positive number, got {}", v));
+    if (std::string problem = number_problem(v, Bound::Positive); !problem.empty()) fail(key, node, field, problem);
     return v;
   }
   double non_negative(const toml::key& key, const toml::node& node, std::string_view field) const {
     const double v = toml_util::number(node, field, file);
-    if (!(std::isfinite(v) && v >= 0)) fail(key, node, field, fmt::format("must be a finite number >= 0, got {}", v));
+    if (std::string problem = number_problem(v, Bound::NonNegative); !problem.empty()) fail(key, node, field, problem);
     return v;
   }
   std::int64_t count(const toml::key& key, const toml::node& node, std::string_view field, std::int64_t min) const {
@@ -139,6 +140,7 @@ ConfigFile read_config(const std::filesystem::path& path) {
   cfg.source = path.string();
   const Reader r{cfg.source};
   const std::string content = read_whole_file(path, cfg.source, kConfigFileBytes);
+  toml_util::check_text(content, cfg.source);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(cfg.source));

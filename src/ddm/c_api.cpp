@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <stdexcept>
@@ -138,7 +140,34 @@ RegionView<T> region_view(char set, int dims, std::size_t n, const std::uint64_t
     if (lower == nullptr) throw null("lower");
     if (upper == nullptr) throw null("upper");
   }
+  // Infinite bounds are refused here as the CLI's region files refuse them (the C++ library takes
+  // them: its matchers agree on them, ddm_serial_test). NaN and lower > upper: the library's check.
+  if constexpr (std::is_floating_point_v<T>) {
+    if (dims >= 1 && dims <= 8) {
+      for (std::size_t i = 0; i < n; ++i) {
+        for (int d = 0; d < dims; ++d) {
+          const T lo = lower[static_cast<std::size_t>(d) * n + i], hi = upper[static_cast<std::size_t>(d) * n + i];
+          if (std::isinf(lo) || std::isinf(hi)) {
+            throw Failure(SIMKIT_DDM_BAD_INPUT,
+                          fmt::format("{} region {}, dimension {}: infinite bound [{}, {}]; give finite bounds (the "
+                                      "space's own, for an unbounded extent)",
+                                      set == 's' ? 'S' : 'U', ids[i], d, lo, hi));
+          }
+        }
+      }
+    }
+  }
   return RegionView<T>{dims, n, ids, lower, upper};
+}
+
+// The integer a C caller passed as enum `e`. C allows any value of the enum's integer type, but in
+// C++ loading an enum object that holds a value outside its enumerators' range is undefined
+// behaviour (UBSan: "not a valid value for type"): the bytes are read as that integer type instead.
+template <class E>
+int c_enum_value(const E& e) {
+  std::underlying_type_t<E> raw;
+  std::memcpy(&raw, &e, sizeof raw);
+  return static_cast<int>(raw);
 }
 
 // The C enumerator value v as table[v], or BAD_INPUT naming what was expected.
@@ -321,7 +350,7 @@ const char* simkit_ddm_last_error(const simkit_ddm_matcher* matcher) {
 }
 
 const char* simkit_ddm_status_name(simkit_ddm_status status) {
-  switch (static_cast<int>(status)) {
+  switch (c_enum_value(status)) {
     case SIMKIT_DDM_OK:
       return "ok";
     case SIMKIT_DDM_BAD_INPUT:
@@ -353,7 +382,7 @@ simkit_ddm_status simkit_ddm_last_report(const simkit_ddm_matcher* matcher, simk
 simkit_ddm_status simkit_ddm_set_rule(simkit_ddm_matcher* matcher, simkit_ddm_rule rule) {
   return guarded(matcher, [&] {
     static constexpr Rule kRules[] = {Rule::Ieee1516, Rule::HalfOpen, Rule::Closed};
-    matcher->options.rule = from_c(static_cast<int>(rule), kRules, "rule",
+    matcher->options.rule = from_c(c_enum_value(rule), kRules, "rule",
                                    "SIMKIT_DDM_RULE_IEEE1516 (0), SIMKIT_DDM_RULE_HALF_OPEN (1) or "
                                    "SIMKIT_DDM_RULE_CLOSED (2)");
     return SIMKIT_DDM_OK;
@@ -364,7 +393,7 @@ simkit_ddm_status simkit_ddm_set_backend(simkit_ddm_matcher* matcher, simkit_ddm
   return guarded(matcher, [&] {
     static constexpr Backend kBackends[] = {Backend::Auto, Backend::Reference, Backend::Cpu, Backend::Cuda};
     matcher->options.backend =
-        from_c(static_cast<int>(backend), kBackends, "backend", "0 (auto), 1 (reference), 2 (cpu) or 3 (cuda)");
+        from_c(c_enum_value(backend), kBackends, "backend", "0 (auto), 1 (reference), 2 (cpu) or 3 (cuda)");
     return SIMKIT_DDM_OK;
   });
 }
@@ -374,7 +403,7 @@ simkit_ddm_status simkit_ddm_set_algorithm(simkit_ddm_matcher* matcher, simkit_d
     static constexpr Algorithm kAlgorithms[] = {Algorithm::Auto,      Algorithm::BruteForce,   Algorithm::Grid,
                                                 Algorithm::Sbm,       Algorithm::IntervalTree, Algorithm::Parallel,
                                                 Algorithm::BitMatrix, Algorithm::Gpu};
-    matcher->options.algorithm = from_c(static_cast<int>(algorithm), kAlgorithms, "algorithm", "0 (auto) to 7 (gpu)");
+    matcher->options.algorithm = from_c(c_enum_value(algorithm), kAlgorithms, "algorithm", "0 (auto) to 7 (gpu)");
     return SIMKIT_DDM_OK;
   });
 }

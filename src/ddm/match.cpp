@@ -38,7 +38,7 @@ void validate_set(const RegionView<T>& r, std::string_view name, int threads) {
     throw UserError(fmt::format("{}: {} dimensions; ddm takes 1 to {}", name, r.dims, kMaxDims));
   }
   const auto n = static_cast<std::int64_t>(r.size);
-  std::int64_t first_bad = n;  // the first region with a NaN, an infinity or lower > upper
+  std::int64_t first_bad = n;  // the first region with a NaN or lower > upper
   bool sorted = true;          // ids strictly increasing: no duplicates, no sort needed
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(min : first_bad) reduction(&& : sorted) \
     if (n > 32768)
@@ -48,7 +48,7 @@ void validate_set(const RegionView<T>& r, std::string_view name, int threads) {
     for (int d = 0; d < r.dims; ++d) {
       const T lo = r.lo(k, d), hi = r.hi(k, d);
       bool bad = lo > hi;
-      if constexpr (std::is_floating_point_v<T>) bad = bad || !std::isfinite(lo) || !std::isfinite(hi);
+      if constexpr (std::is_floating_point_v<T>) bad = bad || std::isnan(lo) || std::isnan(hi);
       if (bad) first_bad = std::min(first_bad, i);
     }
   }
@@ -59,13 +59,6 @@ void validate_set(const RegionView<T>& r, std::string_view name, int threads) {
       if constexpr (std::is_floating_point_v<T>) {
         if (std::isnan(lo) || std::isnan(hi)) {
           throw UserError(fmt::format("{} region {}, dimension {}: NaN bound", name, r.ids[i], d));
-        }
-        // As in the region files (whose readers refuse inf): an unbounded extent is given with the
-        // space's own bounds, so every API agrees on what a region is.
-        if (!std::isfinite(lo) || !std::isfinite(hi)) {
-          throw UserError(fmt::format("{} region {}, dimension {}: infinite bound [{}, {}]; give finite bounds (the "
-                                      "space's own, for an unbounded extent)",
-                                      name, r.ids[i], d, lo, hi));
         }
       }
       if (lo > hi) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/input.hpp"
+#include "core/numbers.hpp"
 #include "core/text.hpp"
 #include "core/toml_util.hpp"
 
@@ -73,22 +74,17 @@ struct PopulationLines {
 
 std::string number_text(double x) { return fmt::format("{}", x); }
 
+// The fields' rules (core numbers.hpp: the same words for every number simkit reads).
 void check_proportion(double p, const std::string& file, std::size_t line) {
-  if (!std::isfinite(p))
-    throw input_error(file, line, "proportion", fmt::format("must be finite, got {}", number_text(p)));
-  if (p < 0 || p > 1)
-    throw input_error(file, line, "proportion", fmt::format("must be in [0, 1], got {}", number_text(p)));
+  checked_number(p, Bound::Fraction, file, line, "proportion");
 }
 
 void check_mean(double mean, const std::string& file, std::size_t line, std::string_view hint = {}) {
-  if (!std::isfinite(mean))
-    throw input_error(file, line, "mean", fmt::format("must be finite, got {}", number_text(mean)));
-  if (mean <= 0) throw input_error(file, line, "mean", fmt::format("must be > 0{}, got {}", hint, number_text(mean)));
+  checked_number(mean, Bound::Positive, file, line, "mean", hint);
 }
 
 void check_sd(double sd, const std::string& file, std::size_t line, std::string_view hint = {}) {
-  if (!std::isfinite(sd)) throw input_error(file, line, "sd", fmt::format("must be finite, got {}", number_text(sd)));
-  if (sd < 0) throw input_error(file, line, "sd", fmt::format("must be >= 0{}, got {}", hint, number_text(sd)));
+  checked_number(sd, Bound::NonNegative, file, line, "sd", hint);
 }
 
 void check_population_set(const std::vector<Population>& populations, const std::vector<PopulationLines>& lines,
@@ -290,6 +286,7 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
 ModelFile read_model_toml(const std::filesystem::path& path) {
   const std::string file = path.string();
   const std::string content = read_whole_file(path, file, kConfigFileBytes);
+  toml_util::check_text(content, file);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(file));
@@ -307,17 +304,9 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
     const std::string_view k = key.str();
     const std::size_t line = line_of(key, node);
     if (k == "phi_min") {
-      const double phi_min = toml_number(node, k, file);
-      if (!std::isfinite(phi_min))
-        throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(phi_min)));
-      if (phi_min < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(phi_min)));
-      result.phi_min = phi_min;
+      result.phi_min = checked_number(toml_number(node, k, file), Bound::NonNegative, file, line, k);
     } else if (k == "t_max") {
-      const double t_max = toml_number(node, k, file);
-      if (!std::isfinite(t_max))
-        throw input_error(file, line, k, fmt::format("must be finite, got {}", number_text(t_max)));
-      if (t_max < 0) throw input_error(file, line, k, fmt::format("must be >= 0, got {}", number_text(t_max)));
-      result.t_max = t_max;
+      result.t_max = checked_number(toml_number(node, k, file), Bound::NonNegative, file, line, k);
       t_max_line = line;
     } else if (k == "times") {
       const auto* array = node.as_array();
@@ -327,10 +316,7 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
       std::vector<double> times;
       for (const auto& element : *array) {
         const std::size_t element_line = line_of(element) > 0 ? line_of(element) : line;
-        const double t = toml_number(element, k, file);
-        if (!std::isfinite(t))
-          throw input_error(file, element_line, k, fmt::format("must be finite, got {}", number_text(t)));
-        if (t < 0) throw input_error(file, element_line, k, fmt::format("must be >= 0, got {}", number_text(t)));
+        const double t = checked_number(toml_number(element, k, file), Bound::NonNegative, file, element_line, k);
         if (!times.empty() && t <= times.back())
           throw input_error(
               file, element_line, k,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "simkit/core/error.hpp"
+#include "core/numbers.hpp"
 #include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
@@ -17,14 +18,13 @@ void check_population(const Population& pop, const std::string& source) {
   const auto fail = [&](std::string_view field, const std::string& problem) {
     return input_error(source, 0, field, fmt::format("population '{}': {}", pop.name, problem));
   };
-  if (!std::isfinite(pop.proportion)) throw fail("proportion", fmt::format("must be finite, got {}", pop.proportion));
-  if (pop.proportion < 0 || pop.proportion > 1)
-    throw fail("proportion", fmt::format("must be in [0, 1], got {}", pop.proportion));
+  const auto check = [&](double v, Bound bound, std::string_view field) {
+    if (const std::string problem = number_problem(v, bound); !problem.empty()) throw fail(field, problem);
+  };
+  check(pop.proportion, Bound::Fraction, "proportion");
   if (pop.quiescent) return;
-  if (!std::isfinite(pop.mean)) throw fail("mean", fmt::format("must be finite, got {}", pop.mean));
-  if (pop.mean <= 0) throw fail("mean", fmt::format("must be > 0, got {}", pop.mean));
-  if (!std::isfinite(pop.sd)) throw fail("sd", fmt::format("must be finite, got {}", pop.sd));
-  if (pop.sd < 0) throw fail("sd", fmt::format("must be >= 0, got {}", pop.sd));
+  check(pop.mean, Bound::Positive, "mean");
+  check(pop.sd, Bound::NonNegative, "sd");
 }
 
 }  // namespace
@@ -47,16 +47,13 @@ void validate(const Model& model, const std::string& source) {
     throw input_error(source, 0, "proportion",
                       fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
 
-  if (!std::isfinite(model.phi_min))
-    throw input_error(source, 0, "phi_min", fmt::format("must be finite, got {}", model.phi_min));
-  if (model.phi_min < 0) throw input_error(source, 0, "phi_min", fmt::format("must be >= 0, got {}", model.phi_min));
+  checked_number(model.phi_min, Bound::NonNegative, source, 0, "phi_min");
 
   if (model.times.empty())
     throw input_error(source, 0, "times", "at least one output time is required (give times or t_max)");
   for (std::size_t i = 0; i < model.times.size(); ++i) {
     const double t = model.times[i];
-    if (!std::isfinite(t)) throw input_error(source, 0, "times", fmt::format("must be finite, got {}", t));
-    if (t < 0) throw input_error(source, 0, "times", fmt::format("must be >= 0, got {}", t));
+    checked_number(t, Bound::NonNegative, source, 0, "times");
     if (i > 0 && t <= model.times[i - 1])
       throw input_error(source, 0, "times",
                         fmt::format("must be strictly ascending, got {} after {}", t, model.times[i - 1]));

@@ -107,7 +107,7 @@ template <class T>
 MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
                              std::vector<std::uint64_t>& per_s, std::vector<std::uint64_t>& per_u);
 
-// Checks a pair of sets: same dims (1..8), lower <= upper, no NaN or infinity, unique ids within a set.
+// Checks a pair of sets: same dims (1..8), lower <= upper, no NaN, unique ids within a set.
 // UserError naming the set (S or U), the region's id and the dimension.
 template <class T>
 void validate(const RegionView<T>& s, const RegionView<T>& u);

@@ -12,6 +12,7 @@
 #include "simkit/angio/run.hpp"
 #include "simkit/core/memory.hpp"
 #include "simkit/core/error.hpp"
+#include "core/numbers.hpp"
 
 namespace simkit::angio {
 
@@ -47,10 +48,8 @@ void validate(const Problem& p) {
   // Parameters and initial shapes come from config files, not flags: their messages name the
   // config keys and carry no field for front ends to rename.
   for (const ModelParamField& field : kModelParamFields) {
-    const double value = m.*field.member;
-    if (!(std::isfinite(value) && value >= 0)) {
-      throw UserError(fmt::format("model parameter: {} ({}) = {}: must be a finite number >= 0", field.name,
-                                  field.symbol, value));
+    if (const std::string problem = number_problem(m.*field.member, Bound::NonNegative); !problem.empty()) {
+      throw UserError(fmt::format("model parameter: {} ({}): {}", field.name, field.symbol, problem));
     }
   }
   const InitialParams& ip = p.initial;
