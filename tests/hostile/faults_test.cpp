@@ -225,7 +225,7 @@ TEST(Faults, ARestartTakesOverTheStagingOfARunThatDied) {
   const fs::path staging = out / ".simkit-staging-999999-0";
   fs::rename(died, staging);  // what a run killed at step 20 leaves
   fs::remove(staging / "run.json");
-  r = run_simkit({"angio", "run", "-q", "--restart", (staging / "checkpoint.ckpt").string(), "--steps", "40", "--out",
+  r = run_simkit({"angio", "run", "-q", "--backend", "cpu", "--restart", (staging / "checkpoint.ckpt").string(), "--steps", "40", "--out",
                   out.string()});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_FALSE(fs::exists(staging)) << "the dead run's staging directory stayed";

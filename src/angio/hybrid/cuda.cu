@@ -585,6 +585,16 @@ struct Batch {
     log_kind.resize(s);
     state.resize(n);
     which.resize(n);
+    // The logs and tip tables are copied out in whole rows (one strided copy per array), the
+    // unwritten ends included: zeroed once here, so that no uninitialised device memory is ever read
+    // (compute-sanitizer initcheck), at the cost of one memset per array and allocation.
+    for (auto* b : {&tip_node, &tip_previous, &tip_age, &log_from, &log_to}) b->fill_zero();
+    for (auto* b : {&tip_generation, &tip_parent, &tip_birth, &tip_position, &active, &log_birth, &log_generation,
+                    &log_tip}) {
+      b->fill_zero();
+    }
+    for (auto* b : {&tip_active, &log_kind}) b->fill_zero();
+    move.fill_zero();
   }
   // Empty tables for `n` realisations (D_c > 0: every node free, owned by nobody).
   void clear(std::size_t n, std::size_t slots_each, bool fields) {
