@@ -64,6 +64,46 @@ if(NOT SIMKIT_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "simkit: CUDA backends ${SIMKIT_HAVE_CUDA} (architectures: ${CMAKE_CUDA_ARCHITECTURES})")
 
+# Sanitizers (docs/reliability.md, "Sanitizers and fuzzing"): SIMKIT_SANITIZE is a list for
+# -fsanitize= ("address,undefined" in the asan preset, "thread" in tsan), applied to every C and C++
+# file and link of the build: the libraries, the tests and the simkit command the CLI tests run.
+# Undefined behaviour stops the program (-fno-sanitize-recover=all) so that a test fails on it. Host
+# code only: nvcc does not take these flags, so a sanitizer build is a CPU build (SIMKIT_CUDA=OFF).
+set(SIMKIT_SANITIZE "" CACHE STRING "Sanitizers for every C/C++ file and link, e.g. address,undefined or thread (empty: none)")
+option(SIMKIT_FUZZ "Build the libFuzzer targets of tests/fuzz (clang; with SIMKIT_SANITIZE=address,undefined)" OFF)
+if(SIMKIT_SANITIZE OR SIMKIT_FUZZ)
+  if(SIMKIT_HAVE_CUDA)
+    message(FATAL_ERROR "SIMKIT_SANITIZE and SIMKIT_FUZZ are for CPU builds: configure with -DSIMKIT_CUDA=OFF")
+  endif()
+  string(REPLACE ";" "," _simkit_sanitize "${SIMKIT_SANITIZE}")
+  set(_simkit_sanitize_flags -fno-omit-frame-pointer)
+  if(_simkit_sanitize)
+    list(APPEND _simkit_sanitize_flags "-fsanitize=${_simkit_sanitize}")
+    if(NOT _simkit_sanitize STREQUAL "thread")
+      list(APPEND _simkit_sanitize_flags -fno-sanitize-recover=all)
+    endif()
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_simkit_sanitize_flags}>")
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # The sanitizers' instrumentation makes GCC's -Wmaybe-uninitialized report false positives
+    # (inside libstdc++'s <regex> here; GCC's manual advises against -Werror with sanitizers). The
+    # release build keeps the warning.
+    add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>")
+  endif()
+  if(_simkit_sanitize)
+    add_link_options("-fsanitize=${_simkit_sanitize}")
+  endif()
+  if(SIMKIT_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+      message(FATAL_ERROR "SIMKIT_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++ "
+                          "-DCMAKE_C_COMPILER=clang (the fuzz preset does)")
+    endif()
+    # Coverage instrumentation for the libraries; the targets link libFuzzer (tests/fuzz).
+    add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>")
+  endif()
+  message(STATUS "simkit: sanitizers '${_simkit_sanitize}', fuzz targets ${SIMKIT_FUZZ}")
+endif()
+
 # Every library is position-independent, so that a shared library or a Python module can link it.
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 

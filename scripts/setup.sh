@@ -8,6 +8,7 @@ packages=(
   libcli11-dev libfmt-dev libtomlplusplus-dev librandom123-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libpng-dev zlib1g-dev
   libcgal-dev libboost-dev  # header-only, for the optional bench_ddm_peers baselines
+  clang libclang-rt-dev      # the fuzz preset (libFuzzer, sanitizer runtimes) and the tsan preset
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,6 @@
 #include "simkit/angio/config.hpp"
 
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include "core/input.hpp"
 #include "core/numbers.hpp"
 #include "core/toml_util.hpp"
+#include "core/tomlpp.hpp"
 
 namespace simkit::angio {
 
@@ -140,7 +140,6 @@ ConfigFile read_config(const std::filesystem::path& path) {
   cfg.source = path.string();
   const Reader r{cfg.source};
   const std::string content = read_whole_file(path, cfg.source, kConfigFileBytes);
-  toml_util::check_text(content, cfg.source);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(cfg.source));

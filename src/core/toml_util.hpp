@@ -2,12 +2,12 @@
 // Small helpers for reading TOML configs with toml++: typed values whose errors name the file,
 // the line and the field (exit code 2). Include only from targets that link simkit_tomlpp.
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
+#include "core/tomlpp.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::toml_util {

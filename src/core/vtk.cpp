@@ -767,23 +767,6 @@ struct ImageDataReader::Impl {
     throw InternalError(fmt::format("vtk: {} has no point array '{}'", file, a.name));
   }
 
-  Values read(const ArrayInfo& a, int components) const {
-    const Raw& r = raw[index_of(a)];
-    const auto type = parse_type(a.type);
-    if (!type) {
-      throw error_at(r.tag_pos, a.name,
-                     fmt::format("type \"{}\" is not supported (expected {} or {})", a.type,
-                                 fmt::join(std::begin(kTypeNames), std::end(kTypeNames) - 1, ", "),
-                                 kTypeNames[std::size(kTypeNames) - 1]));
-    }
-    if (components < 1 || a.components != components) {
-      throw error_at(r.tag_pos, a.name,
-                     fmt::format("NumberOfComponents is {}, expected {}{}", r.components, components,
-                                 components == 1 ? " (a scalar point array)" : ""));
-    }
-    return with_type(*type, [&]<class T>(std::type_identity<T>) -> Values { return decode<T>(a, r, components); });
-  }
-
   template <class T>
   std::vector<T> decode(const ArrayInfo& a, const Raw& r, int components) const {
     const std::size_t count = info.image.points() * static_cast<std::size_t>(components);
@@ -878,6 +861,25 @@ struct ImageDataReader::Impl {
       }
     }
     return values;
+  }
+
+  // Defined after decode: clang 14 leaves a member template that a templated lambda calls ahead of
+  // its definition uninstantiated (an undefined reference at link time; the fuzz preset builds with it).
+  Values read(const ArrayInfo& a, int components) const {
+    const Raw& r = raw[index_of(a)];
+    const auto type = parse_type(a.type);
+    if (!type) {
+      throw error_at(r.tag_pos, a.name,
+                     fmt::format("type \"{}\" is not supported (expected {} or {})", a.type,
+                                 fmt::join(std::begin(kTypeNames), std::end(kTypeNames) - 1, ", "),
+                                 kTypeNames[std::size(kTypeNames) - 1]));
+    }
+    if (components < 1 || a.components != components) {
+      throw error_at(r.tag_pos, a.name,
+                     fmt::format("NumberOfComponents is {}, expected {}{}", r.components, components,
+                                 components == 1 ? " (a scalar point array)" : ""));
+    }
+    return with_type(*type, [&]<class T>(std::type_identity<T>) -> Values { return decode<T>(a, r, components); });
   }
 };
 

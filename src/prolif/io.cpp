@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -18,6 +17,7 @@
 #include "core/numbers.hpp"
 #include "core/text.hpp"
 #include "core/toml_util.hpp"
+#include "core/tomlpp.hpp"
 
 #include "simkit/core/error.hpp"
 
@@ -286,7 +286,6 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
 ModelFile read_model_toml(const std::filesystem::path& path) {
   const std::string file = path.string();
   const std::string content = read_whole_file(path, file, kConfigFileBytes);
-  toml_util::check_text(content, file);
   toml::table root;
   try {
     root = toml::parse(content, std::string_view(file));

@@ -170,6 +170,7 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   std::vector<detail::PreparedRun> runs;
   runs.reserve(models.size());
   for (std::size_t r = 0; r < models.size(); ++r) {
+    throw_if_stopped(options);  // preparing 10^5 replicates takes seconds
     runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
     if (r == 0) detail::check_batch_memory(runs[0], results[0], models.size(), backend, options.device);
   }

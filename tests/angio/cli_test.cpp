@@ -51,7 +51,8 @@ std::vector<fs::path> files_with_extension(const fs::path& dir, const std::strin
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  // (memcmp's pointers must not be null, even for 0 bytes: an empty vector's data() may be)
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // ---- help and good runs ----
