@@ -1,15 +1,5 @@
 // read_regions_binary, with the file's coordinate type and each forced one (`--coords`).
-#include "fuzz_input.hpp"
-#include "simkit/ddm/io.hpp"
+#include "ddm_coords.hpp"
 
-namespace {
-void read_all_ways(const std::filesystem::path& path) {
-  using simkit::ddm::Coords;
-  for (const std::optional<Coords> coords :
-       {std::optional<Coords>{}, std::optional(Coords::U32), std::optional(Coords::U64), std::optional(Coords::F64)}) {
-    simkit::fuzz::expect_accept_or_user_error([&] { (void)simkit::ddm::read_regions_binary(path, coords); });
-  }
-}
-}  // namespace
-
-SIMKIT_FUZZ_TARGET(ddm_regions_binary, ".bin", read_all_ways(path))
+SIMKIT_FUZZ_TARGET(ddm_regions_binary, ".bin",
+                   simkit::fuzz::read_with_every_coords(path, simkit::ddm::read_regions_binary))

@@ -61,12 +61,6 @@ void validate(const Problem& p) {
 }
 
 
-namespace {
-
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
-
-}  // namespace
-
 void check_capacity(const Problem& p, Backend backend, int device) {
   const double nodes = static_cast<double>(p.grid.nx) * p.grid.ny * p.grid.nz;
   if (nodes > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 64)) {
@@ -76,13 +70,10 @@ void check_capacity(const Problem& p, Backend backend, int device) {
   // Host: the initial fields or the read-back buffer (3 arrays; run() frees the first before it
   // allocates the second), plus the two states of reference/cpu (6 arrays).
   const double host = nodes * value * (backend == Backend::Cuda ? 3.0 : 9.0);
-  const std::size_t available = host_available_bytes();
-  if (available > 0 && host > static_cast<double>(available)) {
-    throw UserError(
-        "grid", fmt::format(" {},{},{}: the {} run needs {} of host memory and {} is available; use a smaller grid{}",
-                    p.grid.nx, p.grid.ny, p.grid.nz, p.precision == Precision::Fp32 ? "fp32" : "fp64", gib(host),
-                    gib(static_cast<double>(available)), backend == Backend::Cuda ? "" : " or `backend` cuda"));
-  }
+  require_host_memory(host, "grid",
+                      fmt::format(" {},{},{}: the {} run", p.grid.nx, p.grid.ny, p.grid.nz,
+                                  p.precision == Precision::Fp32 ? "fp32" : "fp64"),
+                      backend == Backend::Cuda ? "use a smaller grid" : "use a smaller grid or `backend` cuda");
   if (backend == Backend::Cuda) {
     // CUDA grids are at most 65535 blocks in y and z: the kernels use ceil(NY / 8) and NZ.
     if (p.grid.ny > 8 * 65535 || p.grid.nz > 65535) {
@@ -93,8 +84,8 @@ void check_capacity(const Problem& p, Backend backend, int device) {
     const std::size_t free = device_memory(device).free;
     if (device_bytes > static_cast<double>(free)) {
       throw DeviceMemoryError("grid", fmt::format(" {},{},{}: the run needs {} of GPU memory and device {} has {} free",
-                                  p.grid.nx, p.grid.ny, p.grid.nz, gib(device_bytes), device,
-                                  gib(static_cast<double>(free))));
+                                  p.grid.nx, p.grid.ny, p.grid.nz, gib_text(device_bytes), device,
+                                  gib_text(static_cast<double>(free))));
     }
   }
 }

@@ -567,14 +567,9 @@ std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, 
   const double nodes = static_cast<double>(problem.grid.nodes());
   const double per_worker = nodes * 8.0 * (problem.model.taf_diffusion > 0 ? 3.0 : 1.0);
   const double needed = nodes * 24.0 + per_worker * workers;
-  const std::size_t available = host_available_bytes();
-  if (available > 0 && needed > static_cast<double>(available)) {
-    throw UserError(
-        "grid", fmt::format(" {},{},{}: {} workers need {:.2f} GiB of host memory and {:.2f} GiB are "
-                    "available; use fewer `threads`, a smaller grid or `backend` cuda",
-                    problem.grid.nx, problem.grid.ny, problem.grid.nz, workers, needed / 1073741824.0,
-                    static_cast<double>(available) / 1073741824.0));
-  }
+  require_host_memory(needed, "grid",
+                      fmt::format(" {},{},{}: {} workers", problem.grid.nx, problem.grid.ny, problem.grid.nz, workers),
+                      "use fewer `threads`, a smaller grid or `backend` cuda");
   const Fields<double> initial = initial_fields<double>(problem.grid, problem.initial);
   std::vector<Realisation> out(static_cast<std::size_t>(replicates));
   const std::uint64_t seed = options.seed;
