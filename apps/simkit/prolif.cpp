@@ -139,6 +139,8 @@ int run_simulate(const ProlifArgs& a) {
 
 }  // namespace
 
+void add_prolif_fit_command(CLI::App& prolif, Action& action);  // prolif_fit.cpp
+
 void add_prolif_command(CLI::App& app, Action& action) {
   auto* prolif = app.add_subcommand("prolif", "Cell proliferation (ProCell model): dye-dilution histograms");
   prolif->require_subcommand(1);
@@ -185,6 +187,7 @@ void add_prolif_command(CLI::App& app, Action& action) {
     if (cfg->count() == 0 && types->count() == 0) throw CLI::RequiredError("--config or --populations");
     action = [a] { return run_simulate(*a); };
   });
+  add_prolif_fit_command(*prolif, action);
 }
 
 }  // namespace simkit::cli

@@ -27,14 +27,15 @@ void Progress::update(double done, double total) {
   const double fraction = total > 0 ? done / total : 0.0;
   std::string eta = "?";
   if (rate > 0 && total >= done) eta = fmt::format("{:.0f} s", (total - done) / rate);
-  fmt::print(stderr, "\r{}: {:5.1f}%  {} {}/s  ETA {}   ", label_, 100.0 * fraction, human_number(rate), unit_, eta);
+  fmt::print(stderr, "\r{}: {:5.1f}%  {} {}/s  ETA {}{}{}   ", label_, 100.0 * fraction, human_number(rate), unit_, eta,
+             detail_.empty() ? "" : "  ", detail_);
   std::fflush(stderr);
   drawn_ = true;
 }
 
 void Progress::finish() {
   if (enabled_ && drawn_) {
-    fmt::print(stderr, "\r{:<72}\r", "");
+    fmt::print(stderr, "\r{:<100}\r", "");
     std::fflush(stderr);
   }
   drawn_ = false;

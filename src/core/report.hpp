@@ -16,11 +16,13 @@ class Progress {
   Progress(std::string label, std::string unit, bool quiet);
   ~Progress();
   void update(double done, double total);
+  // A short text shown after the ETA from the next redraw on ("best 0.0531").
+  void set_detail(std::string detail) { detail_ = std::move(detail); }
   void finish();
   bool enabled() const { return enabled_; }
 
  private:
-  std::string label_, unit_;
+  std::string label_, unit_, detail_;
   bool enabled_ = false, drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };

@@ -88,7 +88,7 @@ void check_sd(double sd, const std::string& file, std::size_t line, std::string_
 }
 
 void check_population_set(const std::vector<Population>& populations, const std::vector<PopulationLines>& lines,
-                          const std::string& file) {
+                          const std::string& file, bool proportions_free = false) {
   if (populations.empty()) throw input_error(file, 0, "population", "no population defined (at least one is required)");
   std::set<std::string> names;
   bool seen_quiescent = false;
@@ -105,7 +105,7 @@ void check_population_set(const std::vector<Population>& populations, const std:
       throw input_error(file, lines[i].name, "name", fmt::format("duplicate population name '{}'", pop.name));
     sum += pop.proportion;
   }
-  if (std::abs(sum - 1.0) > kProportionTolerance)
+  if (!proportions_free && std::abs(sum - 1.0) > kProportionTolerance)
     throw input_error(file, lines.back().table, "proportion",
                       fmt::format("proportions sum to {:.12g}, expected 1 (within 1e-6)", sum));
 }
@@ -130,6 +130,39 @@ inline bool toml_bool(const toml::node& node, std::string_view field, const std:
   return toml_util::boolean(node, field, file);
 }
 
+// A value that a fit may leave free: a number (fixed), or with `freedom` a table
+// { min = A, max = B } (free within the bounds; the model holds the midpoint as a placeholder).
+double number_or_range(const toml::node& node, std::string_view field, const std::string& file,
+                       std::optional<Range>* freedom) {
+  if (freedom && node.is_table()) {
+    const toml::table& t = *node.as_table();
+    std::optional<double> lo, hi;
+    for (auto&& [key, value] : t) {
+      const std::string_view k = key.str();
+      if (k == "min") {
+        lo = toml_number(value, fmt::format("{}.min", field), file);
+      } else if (k == "max") {
+        hi = toml_number(value, fmt::format("{}.max", field), file);
+      } else {
+        throw input_error(file, line_of(key, value), field,
+                          fmt::format("unknown key '{}' in the bounds (expected {{ min = A, max = B }})", k));
+      }
+    }
+    if (!lo || !hi) throw input_error(file, line_of(node), field, "bounds need both min and max: { min = A, max = B }");
+    if (!std::isfinite(*lo) || !std::isfinite(*hi))
+      throw input_error(file, line_of(node), field, "bounds must be finite");
+    if (!(*lo < *hi))
+      throw input_error(file, line_of(node), field,
+                        fmt::format("empty or inverted bounds: min {} is not below max {}", *lo, *hi));
+    *freedom = Range{*lo, *hi};
+    return 0.5 * (*lo + *hi);
+  }
+  if (node.is_table())
+    throw input_error(file, line_of(node), field,
+                      "bounds { min, max } are for `simkit prolif fit`; a simulation needs a number");
+  return toml_number(node, field, file);
+}
+
 Distribution parse_distribution(const std::string& text, const std::string& file, std::size_t line) {
   // "truncated-normal" is the name the model uses; "normal" is what users write.
   if (text == "normal" || text == "truncated-normal") return Distribution::TruncatedNormal;
@@ -146,7 +179,7 @@ std::optional<StartMode> start_mode_from(std::string_view text) {
 }
 
 Population read_toml_population(const toml::table& table, std::size_t table_line, int& proliferating,
-                                const std::string& file, PopulationLines& lines) {
+                                const std::string& file, PopulationLines& lines, PopulationFreedom* freedom) {
   Population pop;
   lines.table = table_line;
   lines.name = table_line;
@@ -163,7 +196,11 @@ Population read_toml_population(const toml::table& table, std::size_t table_line
       lines.name = line_of(key, node);
       if (name->empty()) throw input_error(file, lines.name, "name", "must not be empty");
     } else if (k == "proportion") {
-      proportion = toml_number(node, k, file);
+      proportion = number_or_range(node, k, file, freedom ? &freedom->proportion : nullptr);
+      if (freedom && freedom->proportion) {
+        check_proportion(freedom->proportion->min, file, line_of(node));
+        check_proportion(freedom->proportion->max, file, line_of(node));
+      }
       check_proportion(*proportion, file, line_of(node));
     } else if (k == "quiescent") {
       pop.quiescent = toml_bool(node, k, file);
@@ -183,15 +220,18 @@ Population read_toml_population(const toml::table& table, std::size_t table_line
   pop.proportion = *proportion;
   if (pop.quiescent) {
     // A quiescent population never divides, so division-time parameters would be silently ignored.
-    for (auto [node, field] : {std::pair{mean, "mean"}, std::pair{sd, "sd"}, std::pair{distribution, "distribution"}})
+    for (auto [node, field] :
+         {std::pair{mean, "mean"}, std::pair{sd, "sd"}, std::pair{distribution, "distribution"}})
       if (node)
         throw input_error(file, line_of(*node), field, "not allowed for a quiescent population (it never divides)");
   } else {
     if (!mean) throw input_error(file, table_line, "mean", "missing (required unless quiescent = true)");
     if (!sd) throw input_error(file, table_line, "sd", "missing (required unless quiescent = true)");
-    pop.mean = toml_number(*mean, "mean", file);
+    pop.mean = number_or_range(*mean, "mean", file, freedom ? &freedom->mean : nullptr);
+    if (freedom && freedom->mean) check_mean(freedom->mean->min, file, line_of(*mean), " (the lower bound)");
     check_mean(pop.mean, file, line_of(*mean));
-    pop.sd = toml_number(*sd, "sd", file);
+    pop.sd = number_or_range(*sd, "sd", file, freedom ? &freedom->sd : nullptr);
+    if (freedom && freedom->sd) check_sd(freedom->sd->min, file, line_of(*sd), " (the lower bound)");
     check_sd(pop.sd, file, line_of(*sd));
     if (distribution)
       pop.distribution =
@@ -283,7 +323,9 @@ InitialHistogram read_histogram(const std::filesystem::path& path) {
   return histogram;
 }
 
-ModelFile read_model_toml(const std::filesystem::path& path) {
+namespace {
+
+ModelFile read_model_toml_impl(const std::filesystem::path& path, FitSpec* spec) {
   const std::string file = path.string();
   const std::string content = read_whole_file(path, file, kConfigFileBytes);
   toml::table root;
@@ -303,7 +345,13 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
     const std::string_view k = key.str();
     const std::size_t line = line_of(key, node);
     if (k == "phi_min") {
-      result.phi_min = checked_number(toml_number(node, k, file), Bound::NonNegative, file, line, k);
+      std::optional<Range> range;
+      result.phi_min =
+          checked_number(number_or_range(node, k, file, spec ? &range : nullptr), Bound::NonNegative, file, line, k);
+      if (range) {
+        checked_number(range->min, Bound::NonNegative, file, line, k, " (the lower bound)");
+        spec->phi_min = range;
+      }
     } else if (k == "t_max") {
       result.t_max = checked_number(toml_number(node, k, file), Bound::NonNegative, file, line, k);
       t_max_line = line;
@@ -349,14 +397,18 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
     throw input_error(file, populations_line, "population", "no [[population]] table (at least one is required)");
   std::vector<PopulationLines> lines;
   int proliferating = 0;
+  bool proportions_free = false;
   for (const auto& element : *populations) {
     PopulationLines pop_lines;
     const std::size_t table_line = line_of(element) > 0 ? line_of(element) : populations_line;
-    result.model.populations.push_back(
-        read_toml_population(*element.as_table(), table_line, proliferating, file, pop_lines));
+    PopulationFreedom freedom;
+    result.model.populations.push_back(read_toml_population(*element.as_table(), table_line, proliferating, file,
+                                                            pop_lines, spec ? &freedom : nullptr));
     lines.push_back(pop_lines);
+    proportions_free = proportions_free || freedom.proportion.has_value();
+    if (spec) spec->free.push_back(freedom);
   }
-  check_population_set(result.model.populations, lines, file);
+  check_population_set(result.model.populations, lines, file, proportions_free);
 
   if (result.times && result.t_max && *result.t_max != result.times->back())
     throw input_error(file, t_max_line, "t_max",
@@ -369,7 +421,18 @@ ModelFile read_model_toml(const std::filesystem::path& path) {
     result.model.times = {*result.t_max};
   }
   if (result.start) result.model.start = *result.start;
+  if (spec) spec->model = result.model;
   return result;
+}
+
+}  // namespace
+
+ModelFile read_model_toml(const std::filesystem::path& path) { return read_model_toml_impl(path, nullptr); }
+
+FitModelFile read_fit_model_toml(const std::filesystem::path& path) {
+  FitModelFile out;
+  out.file = read_model_toml_impl(path, &out.spec);
+  return out;
 }
 
 ModelFile read_types_file(const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "simkit/prolif/fit.hpp"
 #include "simkit/prolif/prolif.hpp"
 
 namespace simkit::prolif {
@@ -35,6 +36,15 @@ struct ModelFile {
 // types, mean <= 0, sd < 0, proportions outside [0, 1] or not summing to 1 (within 1e-6), more
 // than one quiescent population, duplicate names: UserError with file and line.
 ModelFile read_model_toml(const std::filesystem::path& path);
+
+// The same TOML with values a fit may change written as bounds: `mean = { min = 30, max = 63 }`
+// (likewise sd, proportion and the top-level phi_min). spec.model holds the fixed values and a
+// placeholder (the midpoint) for each free one; spec.free has one entry per population.
+struct FitModelFile {
+  ModelFile file;
+  FitSpec spec;
+};
+FitModelFile read_fit_model_toml(const std::filesystem::path& path);
 
 // cuProCell types file: one population per line, `proportion mean sd`; a quiescent population
 // is written `proportion -1 -1`. Names: "quiescent" and "P1", "P2", ... in file order.

@@ -1,0 +1,53 @@
+#pragma once
+// What `simkit prolif fit` writes: the best model (TOML and ProCell .prc), the optimizer's
+// history, result.json, and plots of the fit and of the convergence. The best model is checked by
+// re-simulating it with fresh seeds (the fitness found by a noisy optimizer is optimistic).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simkit/prolif/fit.hpp"
+#include "simkit/prolif/prc.hpp"
+
+namespace simkit::prolif {
+
+// One compared time of the check: a fit target or a validation histogram.
+struct FitCheck {
+  double time = 0;
+  bool validation = false;
+  std::string source;                      // the histogram's file
+  std::vector<double> target;              // binned target counts
+  std::vector<std::vector<double>> runs;   // binned simulated counts, per check run
+  std::vector<double> hellinger;           // normalized Hellinger distance of each run
+};
+
+struct FitReport {
+  InitialHistogram initial;
+  FitSpec spec;
+  std::vector<FitTarget> targets, validations;
+  FitOptions options;
+  FitResult result;
+  std::vector<FitCheck> checks;  // targets first, then validations
+  int check_runs = 0;
+  std::string backend, device;
+  double wall_seconds = 0;
+  double check_seconds = 0;
+  ProcellProject project;  // file names and settings for best.prc (its spec is replaced by the fit's)
+};
+
+// Simulates the best model `runs` times (seeds derived from options.seed, none used by the fit)
+// and fills report.checks.
+void check_fit(FitReport& report, int runs);
+
+// The best model as a model TOML that `simkit prolif simulate --config` reads.
+std::string model_toml(const Model& model);
+
+nlohmann::json fit_result_json(const FitReport& report);
+
+// best.toml, best.prc, history.csv, result.json, fit.svg and convergence.svg into `dir`, all or
+// nothing (staged). Returns the result.json document.
+nlohmann::json write_fit_outputs(const std::filesystem::path& dir, const FitReport& report);
+
+}  // namespace simkit::prolif
