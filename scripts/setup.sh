@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libpng-dev zlib1g-dev
   libcgal-dev libboost-dev  # header-only, for the optional bench_ddm_peers baselines
   clang libclang-rt-dev      # the fuzz preset (libFuzzer, sanitizer runtimes) and the tsan preset
+  python3 python3-venv       # build/venv: PyPI packages the tests use (flowio writes their FCS files)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -16,10 +17,19 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "setup: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# PyPI packages for the tests, in a virtual environment of the checkout (never the system's): flowio
+# writes the FCS files the FCS reader is tested on. Tests that need it skip when it is absent.
+cd "$(dirname "$0")/.."
+python_packages=(flowio numpy)
+if ! build/venv/bin/python3 -c "import flowio, numpy" 2>/dev/null; then
+  python3 -m venv build/venv
+  build/venv/bin/python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}"
+fi
+echo "setup: build/venv has ${python_packages[*]}"

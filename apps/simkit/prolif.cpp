@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "prolif_common.hpp"
 #include "core/output.hpp"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
@@ -19,6 +20,7 @@ namespace {
 
 struct ProlifArgs {
   CommonRunOptions common;
+  FcsArgs fcs;
   std::string histogram, config, populations, target, out, start;
   std::vector<double> times;
   double t_max = std::nan("");
@@ -41,7 +43,8 @@ int run_simulate(const ProlifArgs& a) {
     refuse_input_as_output(a.out, true, flag, path, "--out");
   }
   check_output_directory(a.out);  // written at the end (staged): an unwritable place fails now
-  const InitialHistogram initial = read_histogram(a.histogram);
+  const FcsOptions fcs = to_fcs_options(a.fcs);
+  const InitialHistogram initial = read_histogram(a.histogram, fcs);
   ModelFile file = !a.config.empty() ? read_model_toml(a.config) : read_types_file(a.populations);
   Model model = file.model;
   const std::string model_source = !a.config.empty() ? a.config : a.populations;
@@ -82,7 +85,7 @@ int run_simulate(const ProlifArgs& a) {
     report.binning.low = a.range[0];
     report.binning.high = a.range[1];
   }
-  if (!a.target.empty()) report.target = read_histogram(a.target);
+  if (!a.target.empty()) report.target = read_histogram(a.target, fcs);
 
   std::vector<Model> models(static_cast<std::size_t>(a.replicates), model);
   std::vector<std::uint64_t> seeds;
@@ -182,6 +185,7 @@ void add_prolif_command(CLI::App& app, Action& action) {
   sim->add_option("--range", a->range, "Binning range LO HI (default 10 10000)")->expected(2)->check(kFinite);
   sim->add_option("--out", a->out, "Output directory (histogram.tsv, exact.csv, binned.csv, result.json, plot.svg)")
       ->required();
+  add_fcs_options(*sim, a->fcs);
   add_common_run_options(*sim, a->common);
   sim->callback([&action, a, cfg, types] {
     if (cfg->count() == 0 && types->count() == 0) throw CLI::RequiredError("--config or --populations");

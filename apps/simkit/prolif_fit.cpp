@@ -8,8 +8,10 @@
 #include <set>
 
 #include "common.hpp"
+#include "prolif_common.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
+#include "core/svg.hpp"
 #include "core/text.hpp"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
@@ -26,12 +28,15 @@ using namespace simkit::prolif;
 
 struct FitArgs {
   CommonRunOptions common;
+  FcsArgs fcs;
   std::string histogram, config, project, out, start, optimizer = "fst-pso";
+  std::vector<std::string> configs, projects;  // several: fit each and compare them
   std::vector<std::string> targets, validations, frees, fixes;
   double phi_min = std::nan("");
   std::uint64_t seed = 1;
   bool seed_given = false;
-  int particles = 0, iterations = -1, replicates = 1, bins = 0, check_runs = 10;
+  int particles = 0, iterations = -1, replicates = 1, bins = 0, check_runs = 10, bootstrap = 0;
+  double level = 0.95;
   std::int64_t budget = 0;
   bool crn = false, log_init = false;
   std::vector<double> range;
@@ -96,15 +101,21 @@ double* value_slot(FitSpec& spec, const std::string& name) {
   return nullptr;
 }
 
-int run_fit(const FitArgs& a) {
-  Stopwatch clock;
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--histogram", a.histogram},
-                                   {"--config", a.config},
-                                   {"--project", a.project}}) {
-    refuse_input_as_output(a.out, true, flag, path, "--out");
-  }
-  check_output_directory(a.out);
+FitReport fit_model(const FitArgs& a, bool quiet, const Stopwatch& clock);
+int run_compare(const FitArgs& a, const Stopwatch& clock);
 
+// Reads one model (TOML or .prc), applies the flags, fits it, checks the best model and, with
+// --bootstrap, computes its intervals. `a.project` / `a.config` are ignored: the model is `config`
+// or `project_path`.
+FitReport fit_one(const FitArgs& a, const std::string& config, const std::string& project_path, bool quiet) {
+  Stopwatch clock;
+  FitArgs local = a;
+  local.config = config;
+  local.project = project_path;
+  return fit_model(local, quiet, clock);
+}
+
+FitReport fit_model(const FitArgs& a, bool quiet, const Stopwatch& clock) {
   FitReport report;
   FitSpec& spec = report.spec;
   ProcellProject& project = report.project;
@@ -167,7 +178,8 @@ int run_fit(const FitArgs& a) {
   std::string h0 = a.histogram;
   if (h0.empty() && project.initial_file) h0 = project_file(a.project, *project.initial_file, "initial_file", "--histogram");
   if (h0.empty()) throw UserError("--histogram: required (H(0))");
-  report.initial = read_histogram(h0);
+  const FcsOptions fcs = to_fcs_options(a.fcs);
+  report.initial = read_histogram(h0, fcs);
   std::vector<std::pair<std::string, double>> targets, validations;
   for (const auto& t : a.targets) targets.push_back(parse_timed(t, "--target"));
   for (const auto& v : a.validations) validations.push_back(parse_timed(v, "--validate"));
@@ -181,16 +193,16 @@ int run_fit(const FitArgs& a) {
       validations.emplace_back(project_file(a.project, *project.validation_file, "validation_file", "--validate"),
                                project.validation_time);
     } catch (const UserError& e) {
-      if (!a.common.quiet) fmt::print(stderr, "simkit: note: no validation: {}\n", printable_line(e.what()));
+      if (!quiet) fmt::print(stderr, "simkit: note: no validation: {}\n", printable_line(e.what()));
     }
   }
   for (const auto& [file, time] : targets) {
     refuse_input_as_output(a.out, true, "--target", file, "--out");
-    report.targets.push_back({read_histogram(file), time});
+    report.targets.push_back({read_histogram(file, fcs), time});
   }
   for (const auto& [file, time] : validations) {
     refuse_input_as_output(a.out, true, "--validate", file, "--out");
-    report.validations.push_back({read_histogram(file), time});
+    report.validations.push_back({read_histogram(file, fcs), time});
   }
   // The simulations run to the last target; the model's own times are replaced.
   spec.model.times = {targets.back().second};
@@ -223,19 +235,36 @@ int run_fit(const FitArgs& a) {
 
   const std::int64_t planned =
       o.budget > 0 ? o.budget : static_cast<std::int64_t>(o.particles) * (static_cast<std::int64_t>(o.iterations) + 1);
-  Progress progress("prolif fit", "evaluations", a.common.quiet);
+  Progress progress(fmt::format("prolif fit {}", project.project_name), "evaluations", quiet);
   o.on_iteration = [&](const FitIteration& it) {
     progress.set_detail(fmt::format("best {:.4f}", it.best));
     progress.update(static_cast<double>(it.evaluations), static_cast<double>(planned));
   };
-  const double device_init_seconds = o.run.backend == Backend::Cuda ? initialize_cuda_device(o.run.device) : 0.0;
+  report.device_init_seconds = o.run.backend == Backend::Cuda ? initialize_cuda_device(o.run.device) : 0.0;
   report.result = fit(report.initial, spec, report.targets, o);
   progress.finish();
   check_fit(report, a.check_runs);
+  if (a.bootstrap > 0) {
+    Progress boot(fmt::format("prolif fit {}: bootstrap", project.project_name), "refits", quiet);
+    report.uncertainty = bootstrap(report.initial, spec, report.targets, o, report.result, a.bootstrap, a.level,
+                                   [&](int done) { boot.update(done, a.bootstrap); });
+  }
 
   report.backend = std::string(to_string(o.run.backend));
   report.device = device_description(o.run.backend, o.run.device, o.run.threads);
   report.wall_seconds = clock.seconds();
+  return report;
+}
+
+int run_fit(const FitArgs& a) {
+  Stopwatch clock;
+  for (const std::string& path : a.configs) refuse_input_as_output(a.out, true, "--config", path, "--out");
+  for (const std::string& path : a.projects) refuse_input_as_output(a.out, true, "--project", path, "--out");
+  refuse_input_as_output(a.out, true, "--histogram", a.histogram, "--out");
+  check_output_directory(a.out);
+  if (a.configs.size() + a.projects.size() > 1) return run_compare(a, clock);
+  const FitReport report = fit_one(a, a.configs.empty() ? "" : a.configs[0], a.projects.empty() ? "" : a.projects[0],
+                                   a.common.quiet);
   const nlohmann::json doc = write_fit_outputs(a.out, report);
 
   RunSummary summary;
@@ -255,13 +284,25 @@ int run_fit(const FitArgs& a) {
   summary.extra = {{"fitness", report.result.fitness},
                    {"evaluations", report.result.evaluations},
                    {"fit_seconds", report.result.seconds},
-                   {"device_init_seconds", device_init_seconds},
+                   {"device_init_seconds", report.device_init_seconds},
                    {"parameters", doc["parameters"]},
                    {"check", doc["check"]["times"]},
                    {"out", a.out}};
+  if (report.uncertainty) summary.extra["uncertainty"] = doc["uncertainty"];
   if (a.common.json) {
     summary.print(true);
   } else {
+    // The fitted values (with their intervals when bootstrapped), then the one-line summary.
+    const auto& u = report.uncertainty;
+    for (std::size_t n = 0; n < report.result.parameters.size(); ++n) {
+      std::string line = fmt::format("  {:<28} {:>12.6g}", report.result.parameters[n].name, report.result.best_x[n]);
+      if (u) line += fmt::format("   {:.0f} % interval [{:.6g}, {:.6g}]", 100 * u->level, u->parameters[n].low, u->parameters[n].high);
+      fmt::print("{}\n", line);
+    }
+    if (u)
+      for (const ParameterInterval& p : u->proportions)
+        fmt::print("  {:<28} {:>12.6g}   {:.0f} % interval [{:.6g}, {:.6g}]\n", p.name, p.best, 100 * u->level, p.low,
+                   p.high);
     std::string text = summary.text();
     text += fmt::format(", {} evaluations in {:.3g} s, fitness {:.4f}", report.result.evaluations,
                         report.result.seconds, report.result.fitness);
@@ -277,6 +318,163 @@ int run_fit(const FitArgs& a) {
   return 0;
 }
 
+int run_compare(const FitArgs& a, const Stopwatch& clock) {
+  struct Entry {
+    std::string name, source;
+    FitReport report;
+    ModelScore score;
+    double check = 0, validation = -1;
+  };
+  std::vector<Entry> entries;
+  std::set<std::string> names;
+  const auto add = [&](const std::string& config, const std::string& project) {
+    const std::string source = config.empty() ? project : config;
+    FitReport r = fit_one(a, config, project, a.common.quiet);
+    const std::string base = fs::path(source).stem().string();
+    std::string name = base;
+    for (int k = 2; names.count(name) > 0; ++k) name = fmt::format("{}-{}", base, k);
+    names.insert(name);
+    Entry e{name, source, std::move(r), {}, 0, -1};
+    e.score = score(e.report);
+    double vs = 0, vn = 0;
+    for (const FitCheck& c : e.report.checks) {
+      double m = 0;
+      for (double h : c.hellinger) m += h / static_cast<double>(c.hellinger.size());
+      if (c.validation) {
+        vs += m;
+        ++vn;
+      } else {
+        e.check += m;
+      }
+    }
+    if (vn > 0) e.validation = vs;
+    entries.push_back(std::move(e));
+  };
+  for (const std::string& c : a.configs) add(c, "");
+  for (const std::string& p : a.projects) add("", p);
+  // Models are compared on the same data only.
+  const FitReport& first = entries.front().report;
+  for (const Entry& e : entries) {
+    bool same = e.report.initial.source == first.initial.source && e.report.targets.size() == first.targets.size();
+    for (std::size_t t = 0; same && t < first.targets.size(); ++t)
+      same = e.report.targets[t].histogram.source == first.targets[t].histogram.source &&
+             e.report.targets[t].time == first.targets[t].time;
+    if (!same)
+      throw UserError(fmt::format("{}: fitted to other data than {} (H(0) or targets differ); compare models on the "
+                                  "same data: give --histogram and --target",
+                                  e.source, entries.front().source));
+  }
+  double best_aic = entries.front().score.aic, best_bic = entries.front().score.bic;
+  for (const Entry& e : entries) {
+    best_aic = std::min(best_aic, e.score.aic);
+    best_bic = std::min(best_bic, e.score.bic);
+  }
+  double weight_sum = 0;
+  for (const Entry& e : entries) weight_sum += std::exp(-0.5 * (e.score.aic - best_aic));
+
+  std::string csv =
+      "model,source,free_parameters,fitness,hellinger_check,hellinger_validation,log_likelihood,aic,delta_aic,"
+      "akaike_weight,bic,delta_bic\n";
+  nlohmann::json models = nlohmann::json::array();
+  PlotSpec plot;
+  plot.title = fmt::format("prolif fit: {} models at t = {} h", entries.size(), first.targets.front().time);
+  plot.x_label = "fluorescence";
+  plot.y_label = "fraction of cells per bin";
+  plot.log_x = true;
+  static const char* colors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
+  const std::vector<double> edges = first.options.binning.edges();
+  for (std::size_t m = 0; m < entries.size(); ++m) {
+    const Entry& e = entries[m];
+    const double weight = std::exp(-0.5 * (e.score.aic - best_aic)) / weight_sum;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", e.name, e.source, e.score.parameters,
+                       e.report.result.fitness, e.check,
+                       e.validation >= 0 ? fmt::format("{}", e.validation) : std::string(), e.score.log_likelihood,
+                       e.score.aic, e.score.aic - best_aic, weight, e.score.bic, e.score.bic - best_bic);
+    models.push_back({{"model", e.name},
+                      {"source", e.source},
+                      {"free_parameters", e.score.parameters},
+                      {"fitness", e.report.result.fitness},
+                      {"hellinger_check", e.check},
+                      {"hellinger_validation", e.validation >= 0 ? nlohmann::json(e.validation) : nlohmann::json()},
+                      {"log_likelihood", e.score.log_likelihood},
+                      {"aic", e.score.aic},
+                      {"delta_aic", e.score.aic - best_aic},
+                      {"akaike_weight", weight},
+                      {"bic", e.score.bic},
+                      {"delta_bic", e.score.bic - best_bic},
+                      {"directory", e.name}});
+    // The first target: the model's pooled check runs against the data.
+    const FitCheck& c = e.report.checks.front();
+    PlotSeries series;
+    series.label = fmt::format("{} (Hellinger {:.3f}, dAIC {:.0f})", e.name, e.check, e.score.aic - best_aic);
+    series.color = colors[m % 7];
+    std::vector<double> pooled(edges.size(), 0.0);
+    double total = 0;
+    for (const auto& run : c.runs)
+      for (std::size_t b = 0; b < run.size(); ++b) {
+        pooled[b] += run[b];
+        total += run[b];
+      }
+    for (std::size_t b = 0; b < edges.size(); ++b) {
+      series.x.push_back(edges[b]);
+      series.y.push_back(total > 0 ? pooled[b] / total : 0.0);
+    }
+    plot.series.push_back(std::move(series));
+  }
+  {
+    const FitCheck& c = first.checks.front();
+    PlotSeries data;
+    data.label = portable_file_name(c.source);
+    data.color = "#d62728";
+    data.dashed = true;
+    double total = 0;
+    for (double v : c.target) total += v;
+    for (std::size_t b = 0; b < edges.size(); ++b) {
+      data.x.push_back(edges[b]);
+      data.y.push_back(total > 0 ? c.target[b] / total : 0.0);
+    }
+    plot.series.push_back(std::move(data));
+  }
+  const nlohmann::json doc = {
+      {"criterion",
+       "AIC and BIC of the multinomial likelihood of the targets' binned cells (docs/prolif.md, Model comparison)"},
+      {"models", models}};
+  {
+    StagedOutput staged(a.out);
+    for (const Entry& e : entries) write_fit_outputs(staged.dir() / e.name, e.report);
+    write_file_atomic(staged.dir() / "comparison.csv", csv);
+    write_file_atomic(staged.dir() / "comparison.json", doc.dump(2) + "\n");
+    write_file_atomic(staged.dir() / "comparison.svg", render_svg(plot));
+    staged.commit();
+  }
+
+  RunSummary summary;
+  summary.command = "simkit prolif fit";
+  summary.backend = first.backend;
+  summary.device = first.device;
+  summary.wall_seconds = clock.seconds();
+  double evaluations = 0, fit_seconds = 0;
+  for (const Entry& e : entries) {
+    evaluations += static_cast<double>(e.report.result.evaluations);
+    fit_seconds += e.report.result.seconds;
+  }
+  summary.throughput = fit_seconds > 0 ? evaluations / fit_seconds : 0.0;
+  summary.throughput_unit = "evaluations";
+  summary.extra = {{"models", models}, {"out", a.out}};
+  if (a.common.json) {
+    summary.print(true);
+  } else {
+    fmt::print("  {:<20} {:>4} {:>10} {:>10} {:>12} {:>10} {:>10}\n", "model", "k", "fitness", "Hellinger", "log L",
+               "dAIC", "dBIC");
+    for (const Entry& e : entries)
+      fmt::print("  {:<20} {:>4} {:>10.4f} {:>10.4f} {:>12.6g} {:>10.1f} {:>10.1f}\n", e.name, e.score.parameters,
+                 e.report.result.fitness, e.check, e.score.log_likelihood, e.score.aic - best_aic,
+                 e.score.bic - best_bic);
+    fmt::print("{}, {} models compared\n", summary.text(), entries.size());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_prolif_fit_command(CLI::App& prolif, Action& action) {
@@ -284,11 +482,10 @@ void add_prolif_fit_command(CLI::App& prolif, Action& action) {
       "fit", "Calibrate a model's free parameters to measured histograms (FST-PSO or CMA-ES, batched on the GPU)");
   auto a = std::make_shared<FitArgs>();
   fit->add_option("--histogram", a->histogram, "H(0): ProCell text or CSV (default: the project's initial file)");
-  auto* cfg = fit->add_option("--config", a->config,
-                              "Model TOML; free values as bounds, e.g. mean = { min = 30, max = 63 }");
-  auto* prc = fit->add_option("--project", a->project, "ProCell project (.prc): populations, bounds, files, settings");
-  cfg->excludes(prc);
-  prc->excludes(cfg);
+  auto* cfg = fit->add_option("--config", a->configs,
+                              "Model TOML; free values as bounds, e.g. mean = { min = 30, max = 63 }. Several "
+                              "--config/--project: each is fitted and the models are compared");
+  auto* prc = fit->add_option("--project", a->projects, "ProCell project (.prc): populations, bounds, files, settings");
   fit->add_option("--target", a->targets, "Target histogram and its time, FILE@HOURS; repeat for several times");
   fit->add_option("--validate", a->validations, "Validation histogram FILE@HOURS: compared with the best model only");
   fit->add_option("--free", a->frees, "Free a parameter within bounds: NAME=MIN:MAX (fast.mean=30:63, phi_min=5:20)");
@@ -308,6 +505,12 @@ void add_prolif_fit_command(CLI::App& prolif, Action& action) {
       ->capture_default_str();
   fit->add_flag("--crn", a->crn, "Common random numbers: every evaluation uses the same seeds");
   fit->add_flag("--log-init", a->log_init, "FST-PSO: initial positions log-uniform within the bounds");
+  fit->add_option("--bootstrap", a->bootstrap,
+                  "Confidence intervals by parametric bootstrap: refit this many synthetic data sets (0: none)")
+      ->check(CLI::Range(0, 100000));
+  fit->add_option("--level", a->level, "Confidence level of the bootstrap intervals")
+      ->check(CLI::Range(0.5, 0.999))
+      ->capture_default_str();
   fit->add_option("--check-runs", a->check_runs, "Re-simulations of the best model for the report and plot")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -322,6 +525,7 @@ void add_prolif_fit_command(CLI::App& prolif, Action& action) {
   fit->add_option("--out", a->out,
                   "Output directory (best.toml, best.prc, history.csv, result.json, fit.svg, convergence.svg)")
       ->required();
+  add_fcs_options(*fit, a->fcs);
   add_common_run_options(*fit, a->common);
   fit->callback([&action, a, cfg, prc] {
     if (cfg->count() == 0 && prc->count() == 0) throw CLI::RequiredError("--config or --project");

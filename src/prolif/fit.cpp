@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/distributions.hpp"
 #include "core/rng.hpp"
 #include "prolif/optimize.hpp"
 #include "simkit/core/error.hpp"
@@ -535,7 +536,7 @@ void jacobi_eigen(std::vector<double> a, std::size_t n, std::vector<double>& w, 
 
 void run_cma_es(const BatchFunction& eval, const std::vector<Range>& bounds, const FitOptions& o, Tracker& track,
                 RngStream& rng) {
-  const std::size_t N = bounds.size(), lambda = static_cast<std::size_t>(std::max(o.particles, 4));
+  const std::size_t N = bounds.size(), lambda = static_cast<std::size_t>(o.particles);
   const std::size_t mu = lambda / 2;
   std::vector<double> weights(mu);
   for (std::size_t i = 0; i < mu; ++i)
@@ -634,6 +635,8 @@ void run_cma_es(const BatchFunction& eval, const std::vector<Range>& bounds, con
 Minimum minimize(const BatchFunction& f, const std::vector<Range>& bounds, const FitOptions& options) {
   if (bounds.empty()) throw UserError("fit: no free parameter");
   if (options.particles < 2) throw UserError("--particles: must be >= 2");
+  if (options.optimizer == Optimizer::CmaEs && options.particles < 4)
+    throw UserError("--particles: CMA-ES needs a population of at least 4");
   if (options.iterations < 0) throw UserError("--iterations: must be >= 0");
   Minimum result;
   Tracker track{result, options};
@@ -694,6 +697,91 @@ FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<co
   result.simulations = objective.simulations();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+Uncertainty bootstrap(const InitialHistogram& initial, const FitSpec& spec, std::span<const FitTarget> targets,
+                      const FitOptions& options, const FitResult& best, int fits, double level,
+                      const std::function<void(int)>& on_fit) {
+  if (fits < 2) throw UserError("--bootstrap: at least 2 refits are needed for an interval");
+  if (!(level > 0 && level < 1)) throw UserError("--level: must lie in (0, 1)");
+  const auto start = std::chrono::steady_clock::now();
+  Uncertainty u;
+  u.fits = fits;
+  u.level = level;
+  std::vector<double> times;
+  for (const FitTarget& t : targets) times.push_back(t.time);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  // The synthetic data: one simulation of the best model per refit (all in one batch).
+  std::vector<Model> models(static_cast<std::size_t>(fits), best.best);
+  std::vector<std::uint64_t> seeds;
+  for (int k = 0; k < fits; ++k) {
+    models[static_cast<std::size_t>(k)].times = times;
+    seeds.push_back(mix(options.seed ^ 0x626f6f74ULL, static_cast<std::uint64_t>(k)));
+  }
+  RunOptions run = options.run;
+  run.progress = nullptr;
+  const std::vector<Result> sims = simulate_batch(initial, models, seeds, run);
+  FitOptions refit = options;
+  refit.on_iteration = nullptr;
+  for (int k = 0; k < fits; ++k) {
+    std::vector<FitTarget> synthetic;
+    for (const FitTarget& t : targets) {
+      const std::size_t ti =
+          static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t.time) - times.begin());
+      const auto exact = exact_histogram(sims[static_cast<std::size_t>(k)], initial, ti);
+      std::vector<double> p;
+      double total = 0;
+      for (const auto& [value, count] : exact) total += static_cast<double>(count);
+      if (!(total > 0)) throw UserError("bootstrap: the best model leaves no cell at a target time");
+      for (const auto& [value, count] : exact) p.push_back(static_cast<double>(count) / total);
+      RngStream rng(mix(options.seed, 0x73616d70ULL + static_cast<std::uint64_t>(k)),
+                    StreamId{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(ti), 0x62});
+      const std::vector<std::uint64_t> drawn = sample_multinomial(t.histogram.total_cells(), p, rng);
+      FitTarget s;
+      s.time = t.time;
+      s.histogram.source = fmt::format("bootstrap {} of {}", k + 1, t.histogram.source);
+      for (std::size_t i = 0; i < exact.size(); ++i) {
+        if (drawn[i] == 0) continue;
+        s.histogram.values.push_back(exact[i].first);
+        s.histogram.counts.push_back(drawn[i]);
+      }
+      synthetic.push_back(std::move(s));
+    }
+    refit.seed = mix(options.seed, 0x7265666974ULL + static_cast<std::uint64_t>(k));
+    const FitResult r = fit(initial, spec, synthetic, refit);
+    u.points.push_back(r.best_x);
+    u.fitness.push_back(r.fitness);
+    if (on_fit) on_fit(k + 1);
+  }
+  const double lo_q = 100.0 * (1.0 - level) / 2.0, hi_q = 100.0 - lo_q;
+  const auto interval = [&](const std::string& name, double best_value, const std::vector<double>& v) {
+    ParameterInterval pi;
+    pi.name = name;
+    pi.best = best_value;
+    pi.low = percentile(v, lo_q);
+    pi.high = percentile(v, hi_q);
+    double sum = 0;
+    for (double x : v) sum += x;
+    pi.mean = sum / static_cast<double>(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - pi.mean) * (x - pi.mean);
+    pi.sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+    return pi;
+  };
+  for (std::size_t n = 0; n < best.parameters.size(); ++n) {
+    std::vector<double> v;
+    for (const auto& x : u.points) v.push_back(x[n]);
+    u.parameters.push_back(interval(best.parameters[n].name, best.best_x[n], v));
+  }
+  for (std::size_t p = 0; p < best.best.populations.size(); ++p) {
+    std::vector<double> v;
+    for (const auto& x : u.points) v.push_back(decode(spec, x).model.populations[p].proportion);
+    u.proportions.push_back(
+        interval(best.best.populations[p].name + ".proportion", best.best.populations[p].proportion, v));
+  }
+  u.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return u;
 }
 
 }  // namespace simkit::prolif

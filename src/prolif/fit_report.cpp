@@ -104,6 +104,36 @@ void check_fit(FitReport& report, int runs) {
   report.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+ModelScore score(const FitReport& r) {
+  ModelScore s;
+  s.parameters = static_cast<int>(r.result.parameters.size());
+  for (const FitCheck& c : r.checks) {
+    if (c.validation) continue;
+    std::vector<double> pooled(c.target.size(), 0.0);
+    double total = 0;
+    for (const auto& run : c.runs)
+      for (std::size_t b = 0; b < run.size(); ++b) {
+        pooled[b] += run[b];
+        total += run[b];
+      }
+    double floor_total = 0;
+    for (double& v : pooled) {
+      if (v == 0) v = 0.5;
+      floor_total += v;
+    }
+    for (std::size_t b = 0; b < c.target.size(); ++b) {
+      if (c.target[b] == 0) continue;
+      s.log_likelihood += c.target[b] * std::log(pooled[b] / floor_total);
+      s.cells += c.target[b];
+    }
+    (void)total;
+  }
+  const double k = s.parameters;
+  s.aic = 2 * k - 2 * s.log_likelihood;
+  s.bic = k * std::log(std::max(s.cells, 1.0)) - 2 * s.log_likelihood;
+  return s;
+}
+
 nlohmann::json fit_result_json(const FitReport& r) {
   nlohmann::json params = nlohmann::json::object();
   for (std::size_t n = 0; n < r.result.parameters.size(); ++n) {
@@ -138,6 +168,22 @@ nlohmann::json fit_result_json(const FitReport& r) {
                       {"hellinger_normalized_runs", c.hellinger}});
   }
   const FitOptions& o = r.options;
+  nlohmann::json uncertainty = nullptr;
+  if (r.uncertainty) {
+    const auto intervals = [](const std::vector<ParameterInterval>& v) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const ParameterInterval& p : v)
+        j[p.name] = {{"best", p.best}, {"low", p.low}, {"high", p.high}, {"mean", p.mean}, {"sd", p.sd}};
+      return j;
+    };
+    uncertainty = {{"method", "parametric bootstrap"},
+                   {"fits", r.uncertainty->fits},
+                   {"level", r.uncertainty->level},
+                   {"seconds", r.uncertainty->seconds},
+                   {"parameters", intervals(r.uncertainty->parameters)},
+                   {"proportions", intervals(r.uncertainty->proportions)},
+                   {"refit_fitness", r.uncertainty->fitness}};
+  }
   return {{"optimizer", to_string(o.optimizer)},
           {"particles", o.particles},
           {"iterations", static_cast<int>(r.result.history.empty() ? 0 : r.result.history.back().iteration)},
@@ -160,6 +206,16 @@ nlohmann::json fit_result_json(const FitReport& r) {
             {"start", to_string(r.result.best.start)},
             {"populations", pops}}},
           {"targets", targets},
+          {"uncertainty", uncertainty},
+          {"information",
+           [&] {
+             const ModelScore m = score(r);
+             return nlohmann::json{{"free_parameters", m.parameters},
+                                   {"target_cells_in_bins", m.cells},
+                                   {"log_likelihood", m.log_likelihood},
+                                   {"aic", m.aic},
+                                   {"bic", m.bic}};
+           }()},
           {"check", {{"runs", r.check_runs}, {"seconds", r.check_seconds}, {"times", checks}}},
           {"initial", {{"file", r.initial.source}, {"cells", r.initial.total_cells()}}},
           {"bins", {{"count", o.binning.bins}, {"low", o.binning.low}, {"high", o.binning.high}}}};

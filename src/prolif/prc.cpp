@@ -31,6 +31,28 @@ struct Obj {
   std::vector<Ref> items;
   std::vector<std::pair<Ref, Ref>> dict;
   Ref callable, args, state;  // Call: callable(*args), then BUILD's state
+
+  Obj() = default;
+  Obj(const Obj&) = delete;
+  Obj& operator=(const Obj&) = delete;
+  // Frees the children with a work list, not by recursion: a hostile file may nest 10^6 deep.
+  ~Obj() {
+    std::vector<std::shared_ptr<Obj>> work;
+    const auto take = [&work](Obj& o) {
+      for (auto& r : o.items) work.push_back(std::move(r));
+      for (auto& [k, v] : o.dict) {
+        work.push_back(std::move(k));
+        work.push_back(std::move(v));
+      }
+      for (auto* r : {&o.callable, &o.args, &o.state}) work.push_back(std::move(*r));
+    };
+    take(*this);
+    while (!work.empty()) {
+      std::shared_ptr<Obj> r = std::move(work.back());
+      work.pop_back();
+      if (r && r.use_count() == 1) take(*r);
+    }
+  }
 };
 
 Ref make(Obj::T t) {
@@ -224,7 +246,8 @@ class Unpickler {
         }
         case 'M': {
           auto o = make(Obj::T::Int);
-          o->i = u8() | (u8() << 8);
+          o->i = u8();  // low byte first: the operands of | are evaluated in no set order
+          o->i |= u8() << 8;
           push(o);
           break;
         }
@@ -421,7 +444,9 @@ class Unpickler {
           case 't': put_utf8(out, '\t'); break;
           case '\\': case '\'': case '"': put_utf8(out, static_cast<unsigned char>(e)); break;
           case 'x': {
-            if (k + 2 >= arg.size()) throw error("", "malformed \\x escape in a STRING");
+            if (k + 2 >= arg.size() || !std::isxdigit(static_cast<unsigned char>(arg[k + 1])) ||
+                !std::isxdigit(static_cast<unsigned char>(arg[k + 2])))
+              throw error("", "malformed \\x escape in a STRING");
             const auto v = std::stoul(arg.substr(k + 1, 2), nullptr, 16);
             put_utf8(out, static_cast<std::uint32_t>(v));
             k += 2;

@@ -130,6 +130,37 @@ TEST_P(ProlifBackendVsReference, BatchOfFiveSeedsEqualsReferencePerSeed) {
   }
 }
 
+// A calibration's batch: runs that differ in everything a fit changes (phi_min, hence the number of
+// generations and the counts' layout; means, sds, proportions; the start mode; the output times)
+// go to the backend together, which the cuda backend runs in one launch.
+TEST_P(ProlifBackendVsReference, BatchOfDifferentModelsEqualsReferencePerRun) {
+  const InitialHistogram h = histogram({120, 700, 2600, 9000}, {350, 250, 200, 120});
+  std::vector<Model> models;
+  std::vector<std::uint64_t> seeds;
+  for (int r = 0; r < 7; ++r) {
+    const double phi_min = 2.0 + 9.0 * r;  // 2 .. 56: from about 12 generations down to a few
+    const StartMode start = r % 2 == 0 ? StartMode::Sync : StartMode::ProcellAsync;
+    std::vector<double> times = r % 3 == 0 ? std::vector<double>{48, 96} : std::vector<double>{96};
+    models.push_back(model_of({quiescent(0.05 + 0.02 * r), proliferating("slow", 0.4, 30 + 3 * r, 2.0 * r),
+                               proliferating("fast", 0.55 - 0.02 * r, 14 + r, 3)},
+                              phi_min, times, start));
+    seeds.push_back(500 + static_cast<std::uint64_t>(r));
+  }
+  for (const RunOptions& o : variants(GetParam(), 0)) {
+    const std::vector<Result> batch = simulate_batch(h, models, seeds, o);
+    ASSERT_EQ(batch.size(), models.size());
+    std::size_t generations_min = 100, generations_max = 0;
+    for (std::size_t r = 0; r < models.size(); ++r) {
+      expect_same(simulate(h, models[r], options(Backend::Reference, seeds[r])), batch[r],
+                  label(o) + ", run " + std::to_string(r));
+      generations_min = std::min(generations_min, batch[r].generations);
+      generations_max = std::max(generations_max, batch[r].generations);
+    }
+    // The runs' layouts must differ, or the test does not exercise per-run layouts.
+    EXPECT_LT(generations_min, generations_max);
+  }
+}
+
 TEST_P(ProlifBackendVsReference, RealDataEqualsReference) {
   const auto dir = simkit::test::data_dir();
   if (!dir) GTEST_SKIP() << "ProCell data not found (set SIMKIT_DATA_DIR)";

@@ -131,3 +131,17 @@ bool cuda_usable(std::string* reason) {
 }
 
 }  // namespace simkit::test
+
+std::string simkit::test::test_python(const std::string& module) {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("SIMKIT_TEST_PYTHON"); env && *env) candidates.emplace_back(env);
+  candidates.emplace_back(SIMKIT_DEFAULT_VENV_PYTHON);
+  candidates.emplace_back("python3");
+  for (const std::string& py : candidates) {
+    if (py.find('/') != std::string::npos && !std::filesystem::exists(py)) continue;
+    const std::string import = module.empty() ? "pass" : "import " + module;
+    const std::string cmd = "'" + py + "' -c '" + import + "' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return {};
+}

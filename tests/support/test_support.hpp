@@ -132,6 +132,11 @@ CommandResult run_simkit_after(const std::string& shell_prefix, const std::vecto
 // The simkit binary the CLI tests run.
 std::string simkit_binary();
 
+// A Python interpreter that imports `module` (e.g. "flowio", or "" for any): $SIMKIT_TEST_PYTHON,
+// else the venv scripts/setup.sh makes (build/venv/bin/python3), else python3 on PATH; empty when
+// none does (the test then skips). Tests use it to write files with PyPI libraries at test time.
+std::string test_python(const std::string& module);
+
 // "exit N", stdout and stderr of a run, for failure messages.
 std::string describe(const CommandResult& r);
 

@@ -110,6 +110,30 @@ struct FitResult {
 FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<const FitTarget> targets,
               const FitOptions& options);
 
+// Confidence intervals of the fitted values by parametric bootstrap: `fits` synthetic data sets
+// are drawn from the best model (per target one simulation at the target's time, then as many
+// cells as the target has, sampled from the simulated histogram: the measurement's own sampling
+// noise), and each is fitted again with the same options and a seed of its own. The spread of
+// the refitted values holds the data's sampling noise, the simulation's noise and the optimizer's
+// own variability; the interval is the central `level` of it (percentiles, numpy's
+// interpolation). docs/prolif.md, "Uncertainty".
+struct ParameterInterval {
+  std::string name;
+  double best = 0, low = 0, high = 0, mean = 0, sd = 0;
+};
+struct Uncertainty {
+  int fits = 0;
+  double level = 0.95;
+  std::vector<ParameterInterval> parameters;   // the free parameters (optimizer coordinates)
+  std::vector<ParameterInterval> proportions;  // every population's proportion, derived
+  std::vector<std::vector<double>> points;     // each refit's best point
+  std::vector<double> fitness;                 // each refit's fitness on its synthetic data
+  double seconds = 0;
+};
+Uncertainty bootstrap(const InitialHistogram& initial, const FitSpec& spec, std::span<const FitTarget> targets,
+                      const FitOptions& options, const FitResult& best, int fits, double level = 0.95,
+                      const std::function<void(int done)>& on_fit = nullptr);
+
 // The fitness of models: each model simulated `replicates` times (seeds[m * replicates + r]),
 // per target the binned counts summed over replicates and compared with the target by the
 // normalized Hellinger distance (1 when either side has no cell in the bins); the sum over

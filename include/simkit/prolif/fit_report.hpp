@@ -3,6 +3,7 @@
 // history, result.json, and plots of the fit and of the convergence. The best model is checked by
 // re-simulating it with fresh seeds (the fitness found by a noisy optimizer is optimistic).
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,24 @@ struct FitReport {
   std::string backend, device;
   double wall_seconds = 0;
   double check_seconds = 0;
+  double device_init_seconds = 0;  // the CUDA context, created before the fit and not counted in it
+  std::optional<Uncertainty> uncertainty;  // --bootstrap
   ProcellProject project;  // file names and settings for best.prc (its spec is replaced by the fit's)
 };
+
+// How well the best model explains the data as a likelihood, for comparing models with different
+// numbers of free parameters: the target's cells are taken as independent draws from the
+// model's fluorescence distribution, binned, so the binned counts are multinomial with the
+// model's bin fractions p_b (estimated from the check runs' pooled counts; an empty bin gets half
+// a cell of the pool, so that no measured bin has p = 0). log L = sum over targets and bins of
+// t_b log p_b; AIC = 2k - 2 log L, BIC = k ln n - 2 log L with k free parameters and n the
+// targets' cells in the bins. docs/prolif.md says why and when to distrust it.
+struct ModelScore {
+  int parameters = 0;
+  double cells = 0;
+  double log_likelihood = 0, aic = 0, bic = 0;
+};
+ModelScore score(const FitReport& report);
 
 // Simulates the best model `runs` times (seeds derived from options.seed, none used by the fit)
 // and fills report.checks.
