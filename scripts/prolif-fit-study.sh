@@ -35,4 +35,4 @@ run compare-m1-m4 prolif fit --histogram "$h0" --target "$target@240" --config "
   --config "$examples/fit/model2.toml" --config "$examples/fit/model3.toml" --config "$examples/fit/model4.toml" \
   --particles 50 --iterations "$iterations" --replicates 4 --out "$out/compare"
 run bootstrap-m3 prolif fit --histogram "$h0" --target "$target@240" --config "$examples/fit/model3.toml" \
-  --particles 50 --iterations "$iterations" --replicates 4 --bootstrap 20 --out "$out/m3-bootstrap"
+  --particles 50 --iterations "$iterations" --bootstrap 20 --out "$out/m3-bootstrap"
