@@ -31,6 +31,15 @@ run fit-m3-crn-rep4 prolif fit --histogram "$h0" --target "$target@240" --config
   --particles 50 --iterations "$iterations" --crn --replicates 4 --out "$out/m3-crn-rep4"
 run fit-m3-cmaes prolif fit --histogram "$h0" --target "$target@240" --config "$examples/fit/model3.toml" \
   --particles 50 --iterations "$iterations" --optimizer cma-es --out "$out/m3-cmaes"
+run fit-m3-restarts4 prolif fit --histogram "$h0" --target "$target@240" --config "$examples/fit/model3.toml" \
+  --particles 50 --iterations "$iterations" --restarts 4 --out "$out/m3-restarts4"
+run fit-m3-crn-restarts4 prolif fit --histogram "$h0" --target "$target@240" --config "$examples/fit/model3.toml" \
+  --particles 50 --iterations "$iterations" --crn --restarts 4 --out "$out/m3-crn-restarts4"
+for seed in 2 3; do
+  run "fit-m3-cmaes-seed$seed" prolif fit --histogram "$h0" --target "$target@240" \
+    --config "$examples/fit/model3.toml" --particles 50 --iterations "$iterations" --optimizer cma-es --seed "$seed" \
+    --out "$out/m3-cmaes-seed$seed"
+done
 run compare-m1-m4 prolif fit --histogram "$h0" --target "$target@240" --config "$examples/fit/model1.toml" \
   --config "$examples/fit/model2.toml" --config "$examples/fit/model3.toml" --config "$examples/fit/model4.toml" \
   --particles 50 --iterations "$iterations" --replicates 4 --out "$out/compare"

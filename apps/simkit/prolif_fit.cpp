@@ -35,7 +35,7 @@ struct FitArgs {
   double phi_min = std::nan("");
   std::uint64_t seed = 1;
   bool seed_given = false;
-  int particles = 0, iterations = -1, replicates = 1, bins = 0, check_runs = 10, bootstrap = 0;
+  int particles = 0, iterations = -1, replicates = 1, bins = 0, check_runs = 10, bootstrap = 0, restarts = 1;
   double level = 0.95;
   std::int64_t budget = 0;
   bool crn = false, log_init = false;
@@ -218,6 +218,7 @@ FitReport fit_model(const FitArgs& a, bool quiet, const Stopwatch& clock) {
   o.replicates = a.replicates;
   o.common_random_numbers = a.crn;
   o.log_init = a.log_init;
+  o.restarts = a.restarts;
   o.seed = a.seed_given ? a.seed : file_seed.value_or(1);
   o.binning.bins = a.bins > 0 ? a.bins : (!a.project.empty() ? project.bins : 100);
   if (a.range.size() == 2) {
@@ -235,10 +236,11 @@ FitReport fit_model(const FitArgs& a, bool quiet, const Stopwatch& clock) {
 
   const std::int64_t planned =
       o.budget > 0 ? o.budget : static_cast<std::int64_t>(o.particles) * (static_cast<std::int64_t>(o.iterations) + 1);
+  const std::int64_t planned_all = planned * o.restarts;
   Progress progress(fmt::format("prolif fit {}", project.project_name), "evaluations", quiet);
   o.on_iteration = [&](const FitIteration& it) {
     progress.set_detail(fmt::format("best {:.4f}", it.best));
-    progress.update(static_cast<double>(it.evaluations), static_cast<double>(planned));
+    progress.update(static_cast<double>(it.evaluations), static_cast<double>(planned_all));
   };
   report.device_init_seconds = o.run.backend == Backend::Cuda ? initialize_cuda_device(o.run.device) : 0.0;
   report.result = fit(report.initial, spec, report.targets, o);
@@ -502,6 +504,10 @@ void add_prolif_fit_command(CLI::App& prolif, Action& action) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   fit->add_option("--replicates", a->replicates, "Simulations per evaluation (their histograms summed)")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  fit->add_option("--restarts", a->restarts,
+                  "Independent optimizations; the one whose best model re-simulates best is kept")
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   fit->add_flag("--crn", a->crn, "Common random numbers: every evaluation uses the same seeds");
   fit->add_flag("--log-init", a->log_init, "FST-PSO: initial positions log-uniform within the bounds");

@@ -658,10 +658,12 @@ FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<co
   result.parameters = free_parameters(spec);
   std::vector<Range> bounds;
   for (const FreeParameter& p : result.parameters) bounds.push_back(p.bounds);
+  if (options.restarts < 1) throw UserError("--restarts: must be >= 1");
   Objective objective(initial, targets, options.binning, options.replicates, options.run);
   const std::size_t R = static_cast<std::size_t>(options.replicates);
   const double worst = static_cast<double>(targets.size());
   std::int64_t evaluations = 0;
+  std::uint64_t seed = options.seed;
   const BatchFunction f = [&](const std::vector<std::vector<double>>& xs) {
     std::vector<Model> models;
     std::vector<std::uint64_t> seeds;
@@ -673,9 +675,8 @@ FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<co
       for (std::size_t r = 0; r < R; ++r) {
         // Common random numbers: every evaluation draws with the same seeds; otherwise each
         // evaluation has its own, a function of (seed, evaluation number, replicate).
-        seeds.push_back(options.common_random_numbers
-                            ? mix(options.seed, r)
-                            : mix(mix(options.seed, static_cast<std::uint64_t>(evaluations)), r));
+        seeds.push_back(options.common_random_numbers ? mix(seed, r)
+                                                      : mix(mix(seed, static_cast<std::uint64_t>(evaluations)), r));
       }
       ++evaluations;
     }
@@ -687,13 +688,54 @@ FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<co
     }
     return out;
   };
-  Minimum m = minimize(f, bounds, options);
+  std::vector<Minimum> runs;
+  for (int k = 0; k < options.restarts; ++k) {
+    // Restart 0 is the fit of `seed` itself, so that --restarts 1 is the plain fit.
+    seed = k == 0 ? options.seed : mix(options.seed, 0x72657374ULL + static_cast<std::uint64_t>(k));
+    FitOptions o = options;
+    o.seed = seed;
+    const std::int64_t before = evaluations;
+    o.on_iteration = [&](const FitIteration& it) {
+      FitIteration shown = it;
+      shown.restart = k;
+      shown.evaluations = before + it.evaluations;
+      if (options.on_iteration) options.on_iteration(shown);
+    };
+    Minimum m = minimize(f, bounds, o);
+    for (FitIteration& it : m.history) {
+      it.restart = k;
+      it.evaluations += before;
+    }
+    runs.push_back(std::move(m));
+  }
+  std::size_t chosen = 0;
+  if (runs.size() > 1) {
+    // Each restart's best point, re-simulated with seeds no evaluation used.
+    const std::size_t C = static_cast<std::size_t>(std::max(options.restart_check, 1));
+    std::vector<Model> models;
+    std::vector<std::uint64_t> seeds;
+    for (const Minimum& m : runs) {
+      for (std::size_t c = 0; c < C; ++c) {
+        models.push_back(decode(spec, m.x).model);
+        for (std::size_t r = 0; r < R; ++r) seeds.push_back(mix(options.seed ^ 0x636865636bULL, c * R + r));
+      }
+    }
+    const std::vector<Objective::Value> values = objective.evaluate(models, seeds);
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      double sum = 0;
+      for (std::size_t c = 0; c < C; ++c) sum += values[k * C + c].fitness;
+      result.restart_fitness.push_back(sum / static_cast<double>(C));
+      if (result.restart_fitness.back() < result.restart_fitness[chosen]) chosen = k;
+    }
+  }
+  const Minimum& m = runs[chosen];
+  result.restart_chosen = static_cast<int>(chosen);
   result.best_x = m.x;
   result.fitness = m.best.fitness;
   result.fitness_per_target = m.best.detail;
-  result.history = std::move(m.history);
+  for (Minimum& r : runs) result.history.insert(result.history.end(), r.history.begin(), r.history.end());
   result.best = decode(spec, result.best_x).model;
-  result.evaluations = m.evaluations;
+  result.evaluations = evaluations;
   result.simulations = objective.simulations();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -189,6 +189,9 @@ nlohmann::json fit_result_json(const FitReport& r) {
           {"iterations", static_cast<int>(r.result.history.empty() ? 0 : r.result.history.back().iteration)},
           {"budget", o.budget},
           {"replicates", o.replicates},
+          {"restarts", o.restarts},
+          {"restart_fitness", r.result.restart_fitness},
+          {"restart_chosen", r.result.restart_chosen},
           {"common_random_numbers", o.common_random_numbers},
           {"seed", o.seed},
           {"backend", r.backend},
@@ -223,11 +226,11 @@ nlohmann::json fit_result_json(const FitReport& r) {
 
 nlohmann::json write_fit_outputs(const std::filesystem::path& out, const FitReport& r) {
   // history.csv: one row per iteration, the best point's parameters.
-  std::string history = "iteration,evaluations,best_fitness,mean_fitness";
+  std::string history = "restart,iteration,evaluations,best_fitness,mean_fitness";
   for (const FreeParameter& p : r.result.parameters) history += "," + p.name;
   history += "\n";
   for (const FitIteration& it : r.result.history) {
-    history += fmt::format("{},{},{},{}", it.iteration, it.evaluations, it.best, it.mean);
+    history += fmt::format("{},{},{},{},{}", it.restart, it.iteration, it.evaluations, it.best, it.mean);
     for (double x : it.best_x) history += "," + num(x);
     history += "\n";
   }
@@ -301,6 +304,7 @@ nlohmann::json write_fit_outputs(const std::filesystem::path& out, const FitRepo
   mean.color = "#7f7f7f";
   mean.dashed = true;
   for (const FitIteration& it : r.result.history) {
+    if (it.restart != r.result.restart_chosen) continue;
     best.x.push_back(static_cast<double>(it.evaluations));
     best.y.push_back(it.best);
     mean.x.push_back(static_cast<double>(it.evaluations));

@@ -120,11 +120,13 @@ TEST(ProlifFitCli, TinyFitWritesEveryOutputThatAgrees) {
   // history.csv: a header naming the parameters, one row per iteration (the initial swarm and 2).
   const std::vector<std::string> history = lines_of(slurp(out / "history.csv"));
   ASSERT_EQ(history.size(), 1u + 3u);
-  EXPECT_EQ(history[0], "iteration,evaluations,best_fitness,mean_fitness,fast.fraction,fast.mean,fast.sd");
+  EXPECT_EQ(history[0], "restart,iteration,evaluations,best_fitness,mean_fitness,fast.fraction,fast.mean,fast.sd");
   double min_best = 1e300, previous = 1e300;
   for (std::size_t n = 1; n < history.size(); ++n) {
-    const auto fields = split(history[n], ',');
-    ASSERT_EQ(fields.size(), 7u) << history[n];
+    auto fields = split(history[n], ',');
+    ASSERT_EQ(fields.size(), 8u) << history[n];
+    EXPECT_EQ(fields[0], "0") << "one restart";
+    fields.erase(fields.begin());
     EXPECT_EQ(std::stoi(fields[0]), static_cast<int>(n - 1));
     EXPECT_EQ(std::stoll(fields[1]), 6 * static_cast<long long>(n));
     const double best = std::stod(fields[2]);

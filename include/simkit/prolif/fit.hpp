@@ -74,6 +74,7 @@ std::string to_string(Optimizer optimizer);
 Optimizer parse_optimizer(const std::string& text, const std::string& what);
 
 struct FitIteration {
+  int restart = 0;              // which independent optimization (FitOptions::restarts)
   int iteration = 0;            // 0: the initial swarm / first generation
   std::int64_t evaluations = 0;  // so far
   double best = 0;              // best fitness so far
@@ -89,6 +90,11 @@ struct FitOptions {
   int replicates = 1;        // simulations per evaluation, their binned histograms summed
   bool common_random_numbers = false;  // every evaluation uses the same seeds (docs/prolif.md)
   bool log_init = false;     // FST-PSO: initial positions log-uniform within positive bounds
+  // Independent optimizations with seeds of their own; the best point of each is re-simulated
+  // `restart_check` times with fresh seeds and the one with the lowest mean fitness is kept (a
+  // swarm can settle in a local optimum; the noisy fitness it found is optimistic).
+  int restarts = 1;
+  int restart_check = 10;
   Binning binning;           // bins, low, high; phi_min comes from each evaluated model
   std::uint64_t seed = 1;
   RunOptions run;            // backend, device, threads, stop; run.seed and run.progress are ignored
@@ -101,8 +107,10 @@ struct FitResult {
   Model best;
   double fitness = 0;                     // sum over targets of the normalized Hellinger distance
   std::vector<double> fitness_per_target;  // of the best point, as found during the fit
-  std::vector<FitIteration> history;
-  std::int64_t evaluations = 0;
+  std::vector<FitIteration> history;     // every restart's iterations, in order
+  std::vector<double> restart_fitness;   // with restarts: each restart's best point re-simulated
+  int restart_chosen = 0;
+  std::int64_t evaluations = 0;          // over all restarts
   std::int64_t simulations = 0;
   double seconds = 0;
 };
