@@ -164,6 +164,23 @@ void real_fit(benchmark::State& state, Backend backend) {
       benchmark::Counter(static_cast<double>(r.evaluations), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The smallest call: one H(0) row of 10 cells, 24 h. What the Python binding adds to a call is
+// measured against this (bench/python_overhead.py; docs/performance.md).
+void tiny(benchmark::State& state, Backend backend) {
+  InitialHistogram h;
+  h.source = "tiny";
+  h.values = {1000};
+  h.counts = {10};
+  RunOptions o;
+  o.backend = backend;
+  o.threads = 1;
+  const Model m = synthetic_model(24.0);
+  for (auto _ : state) {
+    const Result r = simulate(h, m, o);
+    benchmark::DoNotOptimize(r.counts.data());
+  }
+}
+
 void synthetic(benchmark::State& state, Backend backend) {
   static const InitialHistogram h = synthetic_histogram();
   run(state, h, synthetic_model(backend == Backend::Cuda ? 105.0 : 75.0), backend);
@@ -198,6 +215,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("prolif_real_sync/" + name).c_str(), real_data, b, StartMode::Sync)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    benchmark::RegisterBenchmark(("prolif_tiny/" + name).c_str(), tiny, b)->Unit(benchmark::kMicrosecond);
     if (b != Backend::Reference) {
       benchmark::RegisterBenchmark(("prolif_real_batch100/" + name).c_str(), real_batch, b)
           ->Unit(benchmark::kMillisecond)

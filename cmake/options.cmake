@@ -19,6 +19,11 @@ option(SIMKIT_WERROR "Treat warnings as errors" ${_werror_default})
 option(SIMKIT_BUILD_TESTS "Build the GoogleTest suites" ${PROJECT_IS_TOP_LEVEL})
 option(SIMKIT_BUILD_BENCH "Build the benchmarks" ${PROJECT_IS_TOP_LEVEL})
 option(SIMKIT_BUILD_APPS "Build the simkit command" ON)
+option(SIMKIT_PYTHON "Build the Python extension (python/; pip install . sets it)" OFF)
+if(SIMKIT_PYTHON)
+  # The static libraries end up in a shared Python extension.
+  set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+endif()
 option(SIMKIT_BUNDLE "Link for a self-contained bundle (RPATH \$ORIGIN, static runtimes)" OFF)
 
 set(CMAKE_CXX_STANDARD 20)

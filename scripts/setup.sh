@@ -24,11 +24,13 @@ else
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# PyPI packages for the tests, in a virtual environment of the checkout (never the system's): flowio
-# writes the FCS files the FCS reader is tested on. Tests that need it skip when it is absent.
+# PyPI packages in a virtual environment of the checkout (never the system's): nanobind and
+# scikit-build-core build the Python package (`build/venv/bin/pip install --no-build-isolation .`),
+# pytest runs its tests, matplotlib draws the Python examples' plots, flowio writes the FCS files
+# the FCS reader is tested on. Tests that need them skip when they are absent.
 cd "$(dirname "$0")/.."
-python_packages=(flowio numpy)
-if ! build/venv/bin/python3 -c "import flowio, numpy" 2>/dev/null; then
+python_packages=(numpy nanobind scikit-build-core pytest matplotlib flowio)
+if ! build/venv/bin/python3 -c "import flowio, numpy, nanobind, scikit_build_core, pytest, matplotlib" 2>/dev/null; then
   python3 -m venv build/venv
   build/venv/bin/python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}"
 fi

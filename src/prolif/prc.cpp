@@ -55,9 +55,15 @@ struct Obj {
   }
 };
 
+// Every object made while an Unpickler reads is also kept in its registry: a pickle can build
+// reference cycles (a list appended to itself through the memo), which shared_ptr alone would leak;
+// the Unpickler's destructor cuts every object's links before releasing them.
+thread_local std::vector<std::shared_ptr<Obj>>* g_registry = nullptr;
+
 Ref make(Obj::T t) {
   auto o = std::make_shared<Obj>();
   o->t = t;
+  if (g_registry) g_registry->push_back(o);
   return o;
 }
 
@@ -82,7 +88,22 @@ void put_utf8(std::string& out, std::uint32_t cp) {
 
 class Unpickler {
  public:
-  Unpickler(const std::string& data, std::string file) : d_(data), file_(std::move(file)) {}
+  Unpickler(const std::string& data, std::string file) : d_(data), file_(std::move(file)) { g_registry = &all_; }
+  ~Unpickler() {
+    g_registry = nullptr;
+    stack_.clear();
+    memo_.clear();
+    for (const Ref& o : all_) {  // no object is freed here (all_ holds each): no recursion, no cycle left
+      o->items.clear();
+      o->dict.clear();
+      o->callable.reset();
+      o->args.reset();
+      o->state.reset();
+    }
+    all_.clear();
+  }
+  Unpickler(const Unpickler&) = delete;
+  Unpickler& operator=(const Unpickler&) = delete;
 
   Ref load() {
     while (true) {
@@ -341,6 +362,7 @@ class Unpickler {
   std::size_t pos_ = 0, line_ = 1;
   std::vector<Ref> stack_;
   std::map<std::size_t, Ref> memo_;
+  std::vector<Ref> all_;  // every object made (see g_registry)
 
   void push(Ref o) {
     if (stack_.size() > 1000000) throw error("", "malformed pickle: the stack grows without bound");
