@@ -32,4 +32,20 @@ def run_series(solver, steps, every=1):
     return {k: np.array(v) for k, v in rows.items()}
 
 
-__all__ = ["ContinuousSolver", "run_series"]
+def hybrid_ensemble(config=None, grid=None, h=None, t_max=None, dt=None, force=False, replicates=1, seed=1,
+                    backend="auto", device=0, threads=0):
+    """Realisations of the hybrid tip-cell model (``simkit angio hybrid``); realisation r has seed
+    ``seed + r``, the same on every backend. ``config``: a TOML file as for the CLI (``[hybrid]``
+    options, grid, parameters); ``grid``, ``h``, ``t_max``, ``dt`` override it.
+
+    Returns a dict with ``realisations`` (one dict each: ``reached``, ``reach_time``, ``branches``,
+    ``anastomoses`` and ``anastomoses_by_kind``, ``segments`` as arrays ``from``, ``to`` (node
+    indices), ``birth_step``, ``generation``, ``sprout``, ``kind``; ``metrics`` per step as arrays;
+    ``occupied``, ``branch_points``, ``anastomosis_points``, ``active_tip_nodes``), ``backend``,
+    ``device``, ``dt``, ``grid`` and ``h``. A node index is i + nx (j + ny l)."""
+    return _simkit.angio.hybrid_ensemble(None if config is None else str(config),
+                                         None if grid is None else tuple(int(g) for g in grid), h, t_max, dt,
+                                         bool(force), int(replicates), int(seed), backend, int(device), int(threads))
+
+
+__all__ = ["ContinuousSolver", "run_series", "hybrid_ensemble"]

@@ -12,6 +12,8 @@
 
 #include "common.hpp"
 #include "simkit/angio/angio.hpp"
+#include "simkit/angio/config.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "simkit/angio/params.hpp"
 #include "simkit/angio/run.hpp"
 
@@ -188,9 +190,125 @@ class ContinuousSolver {
   std::int64_t step_ = 0;
 };
 
+// One realisation as NumPy arrays (what `simkit angio hybrid` writes as CSV, VTK and JSON).
+nb::dict realisation_dict(const Realisation& r) {
+  nb::dict d;
+  d["seed"] = r.seed;
+  d["steps"] = r.steps;
+  d["reached"] = r.reached;
+  d["reach_time"] = r.reached ? nb::cast(r.reach_time) : nb::none();
+  d["branches"] = r.branches;
+  d["anastomoses"] = r.anastomoses;
+  d["sprouts"] = r.sprouts;
+  d["passes"] = r.passes;
+  d["moves"] = r.moves;
+  d["clipped_draws"] = r.clipped_draws;
+  nb::dict by_kind;
+  for (int k = 0; k < kFusionKinds; ++k) by_kind[kFusionKindNames[k]] = r.anastomoses_by_kind[k];
+  d["anastomoses_by_kind"] = by_kind;
+  const std::size_t ns = r.segments.size();
+  std::vector<std::int64_t> from(ns), to(ns);
+  std::vector<std::int32_t> birth(ns), generation(ns), sprout(ns), kind(ns);
+  for (std::size_t i = 0; i < ns; ++i) {
+    from[i] = r.segments[i].from;
+    to[i] = r.segments[i].to;
+    birth[i] = r.segments[i].birth_step;
+    generation[i] = r.segments[i].generation;
+    sprout[i] = r.segments[i].sprout;
+    kind[i] = static_cast<std::int32_t>(r.segments[i].kind);
+  }
+  nb::dict segments;
+  segments["from"] = owned_array(std::move(from), {ns});
+  segments["to"] = owned_array(std::move(to), {ns});
+  segments["birth_step"] = owned_array(std::move(birth), {ns});
+  segments["generation"] = owned_array(std::move(generation), {ns});
+  segments["sprout"] = owned_array(std::move(sprout), {ns});
+  segments["kind"] = owned_array(std::move(kind), {ns});
+  d["segments"] = segments;
+  const std::size_t nm = r.metrics.size();
+  std::vector<std::int64_t> step(nm), tips(nm), sprouts(nm), branches(nm), anastomoses(nm);
+  std::vector<double> t(nm), length(nm), front(nm);
+  for (std::size_t i = 0; i < nm; ++i) {
+    const MetricsRow& row = r.metrics[i];
+    step[i] = row.step;
+    t[i] = row.t;
+    tips[i] = row.tips;
+    sprouts[i] = row.sprouts;
+    branches[i] = row.branches;
+    anastomoses[i] = row.anastomoses;
+    length[i] = row.length;
+    front[i] = row.front;
+  }
+  nb::dict metrics;
+  metrics["step"] = owned_array(std::move(step), {nm});
+  metrics["t"] = owned_array(std::move(t), {nm});
+  metrics["tips"] = owned_array(std::move(tips), {nm});
+  metrics["sprouts"] = owned_array(std::move(sprouts), {nm});
+  metrics["branches"] = owned_array(std::move(branches), {nm});
+  metrics["anastomoses"] = owned_array(std::move(anastomoses), {nm});
+  metrics["length"] = owned_array(std::move(length), {nm});
+  metrics["front"] = owned_array(std::move(front), {nm});
+  d["metrics"] = metrics;
+  const auto vec = [](const std::vector<std::int64_t>& v) {
+    std::vector<std::int64_t> c = v;
+    const std::size_t n = c.size();
+    return owned_array(std::move(c), {n});
+  };
+  d["occupied"] = vec(r.occupied);
+  d["branch_points"] = vec(r.branch_points);
+  d["anastomosis_points"] = vec(r.anastomosis_points);
+  d["active_tip_nodes"] = vec(r.active_tip_nodes);
+  return d;
+}
+
+nb::dict hybrid_ensemble(const std::optional<std::string>& config, const std::optional<std::tuple<int, int, int>>& grid,
+                         std::optional<double> h, std::optional<double> t_max, std::optional<double> dt, bool force,
+                         int replicates, std::uint64_t seed, const std::string& backend, int device, int threads) {
+  HybridProblem p;
+  p.grid = Grid{201, 201, 1, 0};
+  std::optional<double> cfg_h, cfg_dt;
+  if (config) {
+    const ConfigFile cfg = read_config(*config);
+    p.model = cfg.parameters;
+    p.initial = cfg.initial;
+    if (cfg.taf) p.initial.taf = *cfg.taf;
+    p.hybrid = cfg.hybrid;
+    if (cfg.nx) p.grid = Grid{*cfg.nx, *cfg.ny, *cfg.nz, 0};
+    cfg_h = cfg.h;
+    cfg_dt = cfg.dt;
+    if (cfg.t_max) p.hybrid.t_max = *cfg.t_max;
+  }
+  if (grid) p.grid = Grid{std::get<0>(*grid), std::get<1>(*grid), std::get<2>(*grid), 0};
+  if (p.grid.nx < 3 || p.grid.ny < 2 || p.grid.nz < 1)
+    throw UserError("grid", ": the hybrid model needs nx >= 3, ny >= 2, nz >= 1");
+  p.grid.h = h.value_or(cfg_h.value_or(1.0 / (p.grid.nx - 1)));
+  if (t_max) p.hybrid.t_max = *t_max;
+  if (replicates < 1) throw UserError("replicates", ": must be >= 1");
+  choose_hybrid_step(p, dt ? dt : cfg_dt, force);
+  validate(p);
+  RunOptions o = run_options(backend, device, threads, seed);
+  const HybridEnsemble e = run_released(o, [&] { return run_hybrid_ensemble(p, replicates, o); });
+  nb::dict out;
+  nb::list realisations;
+  for (const Realisation& r : e.realisations) realisations.append(realisation_dict(r));
+  out["realisations"] = realisations;
+  out["backend"] = std::string(to_string(e.backend));
+  out["device"] = e.device;
+  out["dt"] = p.dt;
+  out["grid"] = nb::make_tuple(p.grid.nx, p.grid.ny, p.grid.nz);
+  out["h"] = p.grid.h;
+  return out;
+}
+
 }  // namespace
 
 void bind_angio(nb::module_& m) {
+  m.def("hybrid_ensemble", &hybrid_ensemble, nb::arg("config") = nb::none(), nb::arg("grid") = nb::none(),
+        nb::arg("h") = nb::none(), nb::arg("t_max") = nb::none(), nb::arg("dt") = nb::none(), nb::arg("force") = false,
+        nb::arg("replicates") = 1, nb::arg("seed") = 1, nb::arg("backend") = "auto", nb::arg("device") = 0,
+        nb::arg("threads") = 0,
+        "Realisations of the hybrid tip-cell model (simkit angio hybrid): per realisation its counts, the "
+        "network's segments (with birth steps), the metrics after every step and the special nodes, as arrays.");
   nb::class_<ContinuousSolver>(m, "ContinuousSolver",
                                "Anderson & Chaplain's continuous model (n, f, c) stepped from Python.")
       .def(nb::init<std::tuple<int, int, int>, double, std::optional<double>, const std::map<std::string, double>&,

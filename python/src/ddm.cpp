@@ -4,10 +4,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <memory>
 #include <numeric>
 
 #include "common.hpp"
 #include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/incremental.hpp"
 
 namespace simkit::python {
 
@@ -70,9 +72,119 @@ nb::object match(const Bounds<T>& s_lower, const Bounds<T>& s_upper, const Bound
   return nb::cast(owned_array(std::move(flat), {k, 2}));
 }
 
+template <class T>
+RegionSet<T> set_of(const Bounds<T>& lower, const Bounds<T>& upper,
+                    nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> ids,
+                    const char* which) {
+  std::vector<std::uint64_t> scratch;
+  const RegionView<T> v = view_of(lower, upper, scratch, which);
+  if (ids.shape(0) != v.size)
+    throw UserError(which, ": " + std::to_string(ids.shape(0)) + " ids for " + std::to_string(v.size) + " regions");
+  RegionSet<T> r;
+  r.dims = v.dims;
+  r.ids.assign(ids.data(), ids.data() + v.size);
+  r.lower.assign(v.lower, v.lower + static_cast<std::size_t>(v.dims) * v.size);
+  r.upper.assign(v.upper, v.upper + static_cast<std::size_t>(v.dims) * v.size);
+  return r;
+}
+
+nb::ndarray<nb::numpy, std::uint64_t> id_pairs(const std::vector<IdPair>& pairs) {
+  std::vector<std::uint64_t> flat;
+  flat.reserve(2 * pairs.size());
+  for (const auto& [a, b] : pairs) {
+    flat.push_back(a);
+    flat.push_back(b);
+  }
+  return owned_array(std::move(flat), {pairs.size(), 2});
+}
+
+// The incremental matcher kept alive across ticks: the changes of a batch as arrays (kind 0 add,
+// 1 move, 2 remove; role 0 subscription, 1 update; ids; bounds (k, d) each, ignored for removals).
+template <class T>
+class Incremental {
+ public:
+  Incremental(const Bounds<T>& s_lower, const Bounds<T>& s_upper,
+              nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> s_ids,
+              const Bounds<T>& u_lower, const Bounds<T>& u_upper,
+              nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> u_ids,
+              const std::string& rule, const std::string& algorithm, const std::string& backend, int device,
+              int threads) {
+    MatchOptions o;
+    static_cast<RunOptions&>(o) = run_options(backend, device, threads);
+    o.rule = parse_rule(rule);
+    o.algorithm = resolve_algorithm(parse_algorithm(algorithm), o.backend);
+    RegionSet<T> s = set_of(s_lower, s_upper, s_ids, "subscriptions");
+    RegionSet<T> u = set_of(u_lower, u_upper, u_ids, "updates");
+    if (s.dims != u.dims) throw UserError("updates", ": the two sets differ in dimensions");
+    dims_ = s.dims;
+    RunOptions guard_options = o;
+    matcher_ = run_released(guard_options, [&] {
+      return std::make_unique<IncrementalMatcher<T>>(std::move(s), std::move(u), o);
+    });
+  }
+
+  nb::tuple apply(nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> kinds,
+                  nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> roles,
+                  nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> ids,
+                  nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::device::cpu> lower,
+                  nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::device::cpu> upper) {
+    const std::size_t k = kinds.shape(0);
+    if (roles.shape(0) != k || ids.shape(0) != k || lower.shape(0) != k || upper.shape(0) != k)
+      throw UserError("changes", ": kinds, roles, ids and bounds differ in length");
+    if (k > 0 && (lower.shape(1) != static_cast<std::size_t>(dims_) || upper.shape(1) != static_cast<std::size_t>(dims_)))
+      throw UserError("changes", ": bounds need " + std::to_string(dims_) + " values per change");
+    std::vector<Change<T>> batch(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      if (kinds(i) > 2) throw UserError("changes", ": kind must be 0 (add), 1 (move) or 2 (remove)");
+      if (roles(i) > 1) throw UserError("changes", ": role must be 0 (subscription) or 1 (update)");
+      Change<T>& c = batch[i];
+      c.kind = static_cast<typename Change<T>::Kind>(kinds(i));
+      c.role = roles(i) == 0 ? Role::Subscription : Role::Update;
+      c.id = ids(i);
+      if (c.kind != Change<T>::Kind::Remove) {
+        c.lower.assign(lower.data() + i * static_cast<std::size_t>(dims_), lower.data() + (i + 1) * static_cast<std::size_t>(dims_));
+        c.upper.assign(upper.data() + i * static_cast<std::size_t>(dims_), upper.data() + (i + 1) * static_cast<std::size_t>(dims_));
+      }
+    }
+    RunOptions o = matcher_->options();
+    const Delta d = run_released(o, [&] { return matcher_->apply(batch); });
+    return nb::make_tuple(id_pairs(d.gained), id_pairs(d.lost));
+  }
+
+  std::uint64_t pairs() const { return matcher_->pairs(); }
+  nb::ndarray<nb::numpy, std::uint64_t> pair_list() const { return id_pairs(matcher_->pair_list()); }
+  int dims() const { return dims_; }
+  double last_seconds() const { return matcher_->last_report().seconds; }
+
+ private:
+  std::unique_ptr<IncrementalMatcher<T>> matcher_;
+  int dims_ = 1;
+};
+
+template <class T>
+void bind_incremental(nb::module_& m, const char* name) {
+  nb::class_<Incremental<T>>(m, name, "The incremental matcher (C++ IncrementalMatcher); use simkit.ddm.IncrementalMatcher.")
+      .def(nb::init<const Bounds<T>&, const Bounds<T>&,
+                    nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>, const Bounds<T>&,
+                    const Bounds<T>&, nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>,
+                    const std::string&, const std::string&, const std::string&, int, int>(),
+           nb::arg("s_lower"), nb::arg("s_upper"), nb::arg("s_ids"), nb::arg("u_lower"), nb::arg("u_upper"),
+           nb::arg("u_ids"), nb::arg("rule") = "ieee1516", nb::arg("algorithm") = "auto", nb::arg("backend") = "auto",
+           nb::arg("device") = 0, nb::arg("threads") = 0)
+      .def("apply", &Incremental<T>::apply, nb::arg("kinds"), nb::arg("roles"), nb::arg("ids"), nb::arg("lower"),
+           nb::arg("upper"), "Applies a batch; returns (gained, lost) as (k, 2) arrays of (subscription id, update id).")
+      .def_prop_ro("pairs", &Incremental<T>::pairs)
+      .def("pair_list", &Incremental<T>::pair_list, "Every current pair (subscription id, update id), sorted.")
+      .def_prop_ro("dims", &Incremental<T>::dims)
+      .def_prop_ro("last_seconds", &Incremental<T>::last_seconds);
+}
+
 }  // namespace
 
 void bind_ddm(nb::module_& m) {
+  bind_incremental<std::uint32_t>(m, "IncrementalU32");
+  bind_incremental<std::uint64_t>(m, "IncrementalU64");
+  bind_incremental<double>(m, "IncrementalF64");
   const char* doc = "Intersecting pairs of two region sets (positions), their count or per-region counts.";
   const auto args = [] {
     return std::make_tuple(nb::arg("s_lower"), nb::arg("s_upper"), nb::arg("u_lower"), nb::arg("u_upper"),
