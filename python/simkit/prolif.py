@@ -16,7 +16,7 @@ Model = _p.Model
 bin_edges = _p.bin_edges
 
 
-def population(name, proportion, mean=None, sd=None, quiescent=False, distribution="normal"):
+def population(name, proportion, mean=None, sd=None, *, quiescent=False, distribution="normal"):
     """A population: quiescent, or dividing with division times of the given mean and sd (hours)."""
     p = Population()
     p.name = str(name)
