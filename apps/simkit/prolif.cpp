@@ -149,7 +149,8 @@ void add_prolif_command(CLI::App& app, Action& action) {
   prolif->require_subcommand(1);
   auto* sim = prolif->add_subcommand("simulate", "Simulate H(t) from H(0) and a model of subpopulations");
   auto a = std::make_shared<ProlifArgs>();
-  sim->add_option("--histogram", a->histogram, "H(0): ProCell text (value count per line) or CSV with header")
+  sim->add_option("--histogram", a->histogram,
+                  "H(0): ProCell text (value count per line), CSV with header, or FCS 3.0/3.1 (with --channel)")
       ->required();
   auto* cfg =
       sim->add_option("--config", a->config, "Model as TOML ([[population]] tables, phi_min, t_max, start, seed)");

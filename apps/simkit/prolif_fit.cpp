@@ -483,7 +483,8 @@ void add_prolif_fit_command(CLI::App& prolif, Action& action) {
   auto* fit = prolif.add_subcommand(
       "fit", "Calibrate a model's free parameters to measured histograms (FST-PSO or CMA-ES, batched on the GPU)");
   auto a = std::make_shared<FitArgs>();
-  fit->add_option("--histogram", a->histogram, "H(0): ProCell text or CSV (default: the project's initial file)");
+  fit->add_option("--histogram", a->histogram,
+                  "H(0): ProCell text, CSV or FCS (--channel) (default: the project's initial file)");
   auto* cfg = fit->add_option("--config", a->configs,
                               "Model TOML; free values as bounds, e.g. mean = { min = 30, max = 63 }. Several "
                               "--config/--project: each is fitted and the models are compared");
