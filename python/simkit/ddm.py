@@ -115,4 +115,17 @@ class IncrementalMatcher:
         return self._m.last_seconds
 
 
-__all__ = ["match", "IncrementalMatcher"]
+def generate(n, alpha=1.0, dims=1, side="volume", integer=False, clustered=False, seed=1, length=1e6):
+    """Marzolla's synthetic workload (``simkit ddm generate``): n regions, S gets ceil(n/2) and U the rest,
+    overlap degree alpha. Returns (subscriptions, subscription_ids, updates, update_ids); regions as
+    (n, d, 2) float64 arrays, or uint64 with ``integer=True``."""
+    return _d.generate(int(n), float(alpha), int(dims), side, bool(integer), bool(clustered), int(seed), float(length))
+
+
+def read_regions(path):
+    """A region file as ``simkit ddm match --input`` reads it (CSV or simkit's binary): (subscriptions,
+    subscription_ids, updates, update_ids), regions as (n, d, 2) arrays of the file's coordinate type."""
+    return _d.read_regions(str(path))
+
+
+__all__ = ["match", "IncrementalMatcher", "generate", "read_regions"]

@@ -184,17 +184,19 @@ class FitResult:
     restart_fitness: list
     restart_chosen: int
     backend: str
+    intervals: Optional[dict] = None  # name -> (best, low, high, mean, sd), with bootstrap=K
 
 
 def fit(h0_values, h0_counts, model, free, targets, optimizer="fst-pso", particles=50, iterations=100,
-        budget=0, replicates=1, crn=False, restarts=1, log_init=False, seed=1, bins=100, range=(10.0, 1e4),
-        backend="auto", device=0, threads=0):
+        budget=0, replicates=1, crn=False, restarts=1, log_init=False, bootstrap=0, level=0.95, seed=1, bins=100,
+        range=(10.0, 1e4), backend="auto", device=0, threads=0):
     """Calibrate a model's free values to measured histograms (``simkit prolif fit``).
 
     ``free``: ``{"fast.mean": (30, 63), "quiescent.proportion": (0, 1), "phi_min": (5, 20), ...}``;
     ``targets``: a list of ``(values, counts, hours)``. The model holds the fixed values. Returns a
     :class:`FitResult` whose ``history`` has per-iteration arrays (restart, iteration,
-    evaluations, best, mean)."""
+    evaluations, best, mean). With ``bootstrap=K``, ``intervals`` maps every free value and every
+    population's proportion to (best, low, high, mean, sd) from K parametric-bootstrap refits."""
     values, counts = _checks.histogram(h0_values, h0_counts, "h0")
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
         model = read_model(model)
@@ -215,7 +217,8 @@ def fit(h0_values, h0_counts, model, free, targets, optimizer="fst-pso", particl
     if not ts:
         raise ValueError("targets: at least one (values, counts, hours) is needed")
     r = _p.fit(values, counts, model, free_list, ts, optimizer, int(particles), int(iterations), int(budget),
-               int(replicates), bool(crn), int(restarts), bool(log_init), int(seed), int(bins), float(range[0]),
+               int(replicates), bool(crn), int(restarts), bool(log_init), int(bootstrap), float(level), int(seed),
+               int(bins), float(range[0]),
                float(range[1]),
                backend, int(device), int(threads))
     return FitResult(model=r["model"], parameters=list(r["parameters"]), x=np.array(r["x"]),
@@ -223,7 +226,8 @@ def fit(h0_values, h0_counts, model, free, targets, optimizer="fst-pso", particl
                      fitness_per_target=list(r["fitness_per_target"]), evaluations=r["evaluations"],
                      simulations=r["simulations"], seconds=r["seconds"], history=dict(r["history"]),
                      restart_fitness=list(r["restart_fitness"]), restart_chosen=r["restart_chosen"],
-                     backend=r["backend"])
+                     backend=r["backend"],
+                     intervals=None if r["intervals"] is None else {k: tuple(v) for k, v in r["intervals"].items()})
 
 
 def hellinger(simulated, target):

@@ -9,6 +9,8 @@
 
 #include "common.hpp"
 #include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/generate.hpp"
+#include "simkit/ddm/io.hpp"
 #include "simkit/ddm/incremental.hpp"
 
 namespace simkit::python {
@@ -179,9 +181,58 @@ void bind_incremental(nb::module_& m, const char* name) {
       .def_prop_ro("last_seconds", &Incremental<T>::last_seconds);
 }
 
+// A set as (n, d, 2) [region, dimension, (lower, upper)] plus its ids.
+template <class T>
+nb::tuple set_arrays(const RegionSet<T>& r) {
+  const std::size_t n = r.size(), d = static_cast<std::size_t>(r.dims);
+  std::vector<T> packed(n * d * 2);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < d; ++k) {
+      packed[(i * d + k) * 2] = r.lower[k * n + i];
+      packed[(i * d + k) * 2 + 1] = r.upper[k * n + i];
+    }
+  std::vector<std::uint64_t> ids = r.ids;
+  return nb::make_tuple(owned_array(std::move(packed), {n, d, 2}), owned_array(std::move(ids), {n}));
+}
+
+nb::tuple any_arrays(const AnyRegions& any) {
+  return std::visit(
+      [](const auto& r) {
+        const nb::tuple s = set_arrays(r.subscriptions), u = set_arrays(r.updates);
+        return nb::make_tuple(s[0], s[1], u[0], u[1]);
+      },
+      any);
+}
+
 }  // namespace
 
 void bind_ddm(nb::module_& m) {
+  m.def(
+      "generate",
+      [](std::uint64_t n, double alpha, int dims, const std::string& side, bool integer, bool clustered,
+         std::uint64_t seed, double length) {
+        GenerateOptions o;
+        o.n = n;
+        o.alpha = alpha;
+        o.dims = dims;
+        o.side = parse_side_rule(side);
+        o.integer = integer;
+        o.clustered = clustered;
+        o.seed = seed;
+        o.length = length;
+        AnyRegions r;
+        {
+          nb::gil_scoped_release release;
+          r = generate(o);
+        }
+        return any_arrays(r);
+      },
+      nb::arg("n"), nb::arg("alpha") = 1.0, nb::arg("dims") = 1, nb::arg("side") = "volume",
+      nb::arg("integer") = false, nb::arg("clustered") = false, nb::arg("seed") = 1, nb::arg("length") = 1e6,
+      "Marzolla's synthetic workload (simkit ddm generate): (S, S ids, U, U ids), regions as (n, d, 2).");
+  m.def(
+      "read_regions", [](const std::string& path) { return any_arrays(read_regions(path)); }, nb::arg("path"),
+      "A region file (CSV or simkit's binary): (S, S ids, U, U ids), regions as (n, d, 2).");
   bind_incremental<std::uint32_t>(m, "IncrementalU32");
   bind_incremental<std::uint64_t>(m, "IncrementalU64");
   bind_incremental<double>(m, "IncrementalF64");

@@ -188,7 +188,7 @@ void bind_prolif(nb::module_& m) {
          const std::vector<std::tuple<std::string, double, double>>& free,
          const std::vector<std::tuple<Values, Counts, double>>& targets, const std::string& optimizer, int particles,
          int iterations, std::int64_t budget, int replicates, bool crn, int restarts, bool log_init,
-         std::uint64_t seed, int bins,
+         int bootstrap_fits, double level, std::uint64_t seed, int bins,
          double low, double high, const std::string& backend, int device, int threads) {
         const InitialHistogram h = histogram_of(values, counts, "h0");
         FitSpec spec;
@@ -247,6 +247,8 @@ void bind_prolif(nb::module_& m) {
         o.binning.high = high;
         o.run = run_options(backend, device, threads);
         const FitResult r = run_released(o.run, [&] { return fit(h, spec, ts, o); });
+        std::optional<Uncertainty> u;
+        if (bootstrap_fits > 0) u = run_released(o.run, [&] { return bootstrap(h, spec, ts, o, r, bootstrap_fits, level); });
         nb::dict out;
         nb::list names, lows, highs;
         for (const FreeParameter& p : r.parameters) {
@@ -267,6 +269,19 @@ void bind_prolif(nb::module_& m) {
         out["restart_fitness"] = r.restart_fitness;
         out["restart_chosen"] = r.restart_chosen;
         out["backend"] = std::string(to_string(o.run.backend));
+        if (u) {
+          nb::dict intervals;
+          const auto add = [&](const std::vector<ParameterInterval>& v) {
+            for (const ParameterInterval& p : v)
+              intervals[p.name.c_str()] = nb::make_tuple(p.best, p.low, p.high, p.mean, p.sd);
+          };
+          add(u->parameters);
+          add(u->proportions);
+          out["intervals"] = intervals;
+          out["bootstrap_fitness"] = u->fitness;
+        } else {
+          out["intervals"] = nb::none();
+        }
         std::vector<double> best, mean;
         std::vector<std::int64_t> evaluations;
         std::vector<int> restart, iteration;
@@ -290,7 +305,7 @@ void bind_prolif(nb::module_& m) {
       nb::arg("values"), nb::arg("counts"), nb::arg("model"), nb::arg("free"), nb::arg("targets"),
       nb::arg("optimizer") = "fst-pso", nb::arg("particles") = 50, nb::arg("iterations") = 100, nb::arg("budget") = 0,
       nb::arg("replicates") = 1, nb::arg("crn") = false, nb::arg("restarts") = 1, nb::arg("log_init") = false,
-      nb::arg("seed") = 1,
+      nb::arg("bootstrap") = 0, nb::arg("level") = 0.95, nb::arg("seed") = 1,
       nb::arg("bins") = 100, nb::arg("low") = 10.0, nb::arg("high") = 1e4, nb::arg("backend") = "auto",
       nb::arg("device") = 0, nb::arg("threads") = 0, "Calibrate the free values of a model (docs/prolif.md).");
 }

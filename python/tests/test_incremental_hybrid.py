@@ -135,3 +135,60 @@ def test_hybrid_bad_input_is_a_value_error(repo_root):
         angio.hybrid_ensemble(repo_root / "examples/angio/hybrid.toml", replicates=0, backend="cpu", **HYBRID)
     with pytest.raises(ValueError):
         angio.hybrid_ensemble(repo_root / "examples/angio/nonexistent.toml", backend="cpu")
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_generate_equals_the_cli_and_reads_back(simkit_bin, tmp_path, integer):
+    out = tmp_path / "regions.bin"
+    cmd = [str(simkit_bin), "ddm", "generate", "--n", "3001", "--alpha", "5", "--dims", "2", "--seed", "9",
+           "--out", str(out)] + (["--integer"] if integer else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    s, s_ids, u, u_ids = ddm.generate(3001, alpha=5, dims=2, seed=9, integer=integer)
+    assert s.shape == (1501, 2, 2) and u.shape == (1500, 2, 2)
+    assert s.dtype == (np.uint64 if integer else np.float64)
+    fs, fs_ids, fu, fu_ids = ddm.read_regions(out)
+    for a, b in ((s, fs), (s_ids, fs_ids), (u, fu), (u_ids, fu_ids)):
+        np.testing.assert_array_equal(a, b)
+    assert np.all(s[:, :, 0] <= s[:, :, 1])
+    # alpha is the mean number of regions overlapping a point: in 2-D about 2^(d-2) alpha N pairs.
+    pairs = ddm.match(s, u, output="count", backend="cpu", threads=1)
+    assert 0.3 * 5 * 3001 / 2 < pairs < 3 * 5 * 3001
+
+
+def test_generate_bad_options_are_value_errors():
+    with pytest.raises(ValueError):
+        ddm.generate(100, alpha=5, dims=9)
+    with pytest.raises(ValueError):
+        ddm.generate(100, alpha=5, dims=2, side="area")
+
+
+def test_fit_bootstrap_intervals_equal_the_cli(repo_root, simkit_bin, tmp_path):
+    """prolif.fit(bootstrap=K) gives the intervals `simkit prolif fit --bootstrap K` writes."""
+    from simkit import prolif
+    import json
+
+    h0 = tmp_path / "h0.txt"
+    h0.write_text("".join(f"{v} {c}\n" for v, c in [(800, 300), (1600, 400), (3200, 500), (6400, 300)]))
+    m = prolif.model([prolif.population("q", 0.2, quiescent=True), prolif.population("fast", 0.8, 20, 4)],
+                     phi_min=1, times=[72])
+    values, counts = prolif.read_histogram(h0)
+    target = prolif.simulate(values, counts, m, seed=4, backend="cpu").histogram()
+    tfile = tmp_path / "t.txt"
+    tfile.write_text("".join(f"{float(v)!r} {int(c)}\n" for v, c in zip(*target)))
+    cfg = tmp_path / "m.toml"
+    cfg.write_text('phi_min = 1\n[[population]]\nname = "q"\nproportion = { min = 0, max = 1 }\nquiescent = true\n'
+                   '[[population]]\nname = "fast"\nproportion = { min = 0, max = 1 }\n'
+                   'mean = { min = 10, max = 40 }\nsd = 4\n')
+    subprocess.run([str(simkit_bin), "prolif", "fit", "--histogram", str(h0), "--target", f"{tfile}@72", "--config",
+                    str(cfg), "--particles", "6", "--iterations", "3", "--bootstrap", "4", "--seed", "3",
+                    "--backend", "cpu", "--out", str(tmp_path / "fit"), "-q"], check=True, capture_output=True)
+    doc = json.loads((tmp_path / "fit/result.json").read_text())
+    f = prolif.fit(values, counts, m, {"q.proportion": (0, 1), "fast.proportion": (0, 1), "fast.mean": (10, 40)},
+                   [(*prolif.read_histogram(tfile), 72)], particles=6, iterations=3, bootstrap=4, seed=3,
+                   backend="cpu")
+    assert f.fitness == doc["fitness"]
+    cli = {**doc["uncertainty"]["parameters"], **doc["uncertainty"]["proportions"]}
+    assert set(f.intervals) == set(cli)
+    for name, (best, low, high, mean, sd) in f.intervals.items():
+        assert (best, low, high) == (cli[name]["best"], cli[name]["low"], cli[name]["high"]), name
+        assert low <= high
