@@ -1,15 +1,21 @@
-// `simkit ddm generate` and `simkit ddm match` (docs/ddm.md): make a workload, or read regions,
-// match them and write the count, the pairs (streamed to the file) or per-region counts.
+// `simkit ddm generate`, `simkit ddm match` and `simkit ddm replay` (docs/ddm.md): make a workload,
+// or read regions, match them and write the count, the pairs (streamed to the file) or per-region
+// counts, or keep a matcher alive over ticks of moving regions.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "common.hpp"
+#include "core/rng.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/ddm/incremental.hpp"
 #include "core/output.hpp"
 #include "simkit/core/error.hpp"
 #include "core/report.hpp"
@@ -30,7 +36,7 @@ struct GenerateArgs {
   std::string n, side = "volume", out;
   double alpha = 0;
   int dims = 1;
-  bool integer = false, clustered = false, json = false;
+  bool integer = false, clustered = false, json = false, quiet = false;
   std::uint64_t seed = 1;
 };
 
@@ -228,6 +234,158 @@ int run_match(const MatchArgs& a) {
   return 0;
 }
 
+// ---- replay ----
+
+struct ReplayArgs {
+  CommonRunOptions common;
+  std::string input, rule = "ieee1516", algorithm = "auto", coords = "auto";
+  std::int64_t ticks = 100;
+  double move_fraction = 0.001, step = 1.0;
+  bool verify = false;
+};
+
+// A federation's ticks: each tick moves a fraction of all regions (both sets, chosen uniformly, a
+// random walk of sd `step` x the region's own extent per dimension, kept inside the regions'
+// bounding box) and applies them to an IncrementalMatcher as one batch. Deterministic for a seed.
+template <class T>
+nlohmann::json replay(Regions<T> r, const ReplayArgs& a, const MatchOptions& o, Progress& progress) {
+  const int dims = r.dims();
+  std::vector<T> box_lo(static_cast<std::size_t>(dims)), box_hi(static_cast<std::size_t>(dims));
+  for (int d = 0; d < dims; ++d) {
+    bool first = true;
+    for (const RegionSet<T>* set : {&r.subscriptions, &r.updates}) {
+      for (std::size_t i = 0; i < set->size(); ++i) {
+        const T lo = set->lo(i, d), hi = set->hi(i, d);
+        if (first || lo < box_lo[static_cast<std::size_t>(d)]) box_lo[static_cast<std::size_t>(d)] = lo;
+        if (first || hi > box_hi[static_cast<std::size_t>(d)]) box_hi[static_cast<std::size_t>(d)] = hi;
+        first = false;
+      }
+    }
+  }
+  const std::size_t ns = r.subscriptions.size(), nu = r.updates.size(), total = ns + nu;
+  if (total == 0) throw UserError("--input " + a.input + ": no regions");
+  const auto moves = static_cast<std::size_t>(std::llround(a.move_fraction * static_cast<double>(total)));
+  Stopwatch build;
+  IncrementalMatcher<T> matcher(r.subscriptions, r.updates, o);
+  const double build_seconds = build.seconds();
+  const std::uint64_t initial_pairs = matcher.pairs();
+  std::vector<double> latency;
+  std::uint64_t gained = 0, lost = 0;
+  for (std::int64_t tick = 0; tick < a.ticks; ++tick) {
+    throw_if_signalled();
+    RngStream rng(a.common.seed, StreamId::from64(static_cast<std::uint64_t>(tick), 0x72706c79u));
+    std::vector<Change<T>> batch;
+    batch.reserve(moves);
+    std::unordered_set<std::size_t> chosen;
+    while (chosen.size() < std::min(moves, total)) {
+      const auto k = static_cast<std::size_t>(rng.uniform() * static_cast<double>(total)) % total;
+      if (!chosen.insert(k).second) continue;
+      RegionSet<T>& set = k < ns ? r.subscriptions : r.updates;
+      const std::size_t i = k < ns ? k : k - ns;
+      std::vector<T> lower(static_cast<std::size_t>(dims)), upper(static_cast<std::size_t>(dims));
+      for (int d = 0; d < dims; ++d) {
+        const double lo = static_cast<double>(set.lo(i, d)), hi = static_cast<double>(set.hi(i, d));
+        const double extent = hi - lo, blo = static_cast<double>(box_lo[static_cast<std::size_t>(d)]);
+        const double bhi = static_cast<double>(box_hi[static_cast<std::size_t>(d)]);
+        double shift = rng.normal() * a.step * (extent > 0 ? extent : 1.0);
+        if constexpr (!std::is_floating_point_v<T>) shift = std::round(shift);
+        const double new_lo = std::clamp(lo + shift, blo, std::max(blo, bhi - extent));
+        lower[static_cast<std::size_t>(d)] = static_cast<T>(new_lo);
+        upper[static_cast<std::size_t>(d)] = static_cast<T>(new_lo + extent);
+        set.lower[static_cast<std::size_t>(d) * set.size() + i] = lower[static_cast<std::size_t>(d)];
+        set.upper[static_cast<std::size_t>(d) * set.size() + i] = upper[static_cast<std::size_t>(d)];
+      }
+      batch.push_back(Change<T>::move(k < ns ? Role::Subscription : Role::Update, set.ids[i], std::move(lower),
+                                      std::move(upper)));
+    }
+    Stopwatch sw;
+    const Delta delta = matcher.apply(batch);
+    latency.push_back(sw.seconds());
+    gained += delta.gained.size();
+    lost += delta.lost.size();
+    progress.update(static_cast<double>(tick + 1), static_cast<double>(a.ticks));
+  }
+  progress.finish();
+  std::optional<bool> verified;
+  if (a.verify) {
+    const std::uint64_t full = count_pairs(view(r.subscriptions), view(r.updates), o).pairs;
+    verified = full == matcher.pairs();
+    if (!*verified)
+      throw InternalError(fmt::format("ddm replay: {} pairs kept incrementally, {} by a full rematch", matcher.pairs(),
+                                      full));
+  }
+  double sum = 0;
+  for (double l : latency) sum += l;
+  std::vector<double> sorted = latency;
+  std::sort(sorted.begin(), sorted.end());
+  const auto quantile = [&](double q) {
+    if (sorted.empty()) return 0.0;
+    const double pos = q * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+  };
+  return {{"subscriptions", ns},
+          {"updates", nu},
+          {"dims", dims},
+          {"ticks", a.ticks},
+          {"moves_per_tick", moves},
+          {"move_fraction", a.move_fraction},
+          {"initial_pairs", initial_pairs},
+          {"final_pairs", matcher.pairs()},
+          {"pairs_gained", gained},
+          {"pairs_lost", lost},
+          {"build_seconds", build_seconds},
+          {"latency_seconds",
+           {{"p50", quantile(0.5)}, {"p99", quantile(0.99)}, {"max", sorted.empty() ? 0.0 : sorted.back()},
+            {"mean", latency.empty() ? 0.0 : sum / static_cast<double>(latency.size())}}},
+          {"ticks_per_second", sum > 0 ? static_cast<double>(latency.size()) / sum : 0.0},
+          {"verified", verified ? nlohmann::json(*verified) : nlohmann::json(nullptr)}};
+}
+
+int run_replay(const ReplayArgs& a) {
+  Stopwatch clock;
+  if (a.ticks < 1) throw UserError(fmt::format("--ticks {}: must be >= 1", a.ticks));
+  if (!(a.move_fraction >= 0 && a.move_fraction <= 1))
+    throw UserError(fmt::format("--move-fraction {}: must lie in [0, 1]", a.move_fraction));
+  if (!(a.step >= 0) || !std::isfinite(a.step)) throw UserError(fmt::format("--step {}: must be >= 0", a.step));
+  MatchOptions o;
+  o.rule = parse_rule(a.rule);
+  o.algorithm = parse_algorithm(a.algorithm);
+  o.backend = parse_backend(a.common.backend);
+  o.device = a.common.device;
+  o.threads = checked_threads(a.common.threads);
+  check_backend(o);
+  o.backend = resolve_backend(o.backend, o.device);
+  const std::optional<Coords> coords =
+      a.coords == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(a.coords));
+  AnyRegions regions = read_regions(a.input, coords);
+  Progress progress("ddm replay", "ticks", a.common.quiet);
+  nlohmann::json doc = std::visit([&](auto& r) { return replay(std::move(r), a, o, progress); }, regions);
+  const double ticks_per_second = doc["ticks_per_second"].get<double>();
+  RunSummary summary;
+  summary.command = "simkit ddm replay";
+  summary.backend = std::string(simkit::to_string(o.backend));
+  summary.device = device_description(o.backend, o.device, o.threads);
+  summary.wall_seconds = clock.seconds();
+  summary.throughput = ticks_per_second;
+  summary.throughput_unit = "ticks";
+  doc["input"] = a.input;
+  doc["rule"] = std::string(to_string(o.rule));
+  doc["seed"] = a.common.seed;
+  summary.extra = doc;
+  if (a.common.json) {
+    summary.print(true);
+  } else {
+    const auto& l = doc["latency_seconds"];
+    fmt::print("{}; {} ticks of {} moves, latency p50 {:.3g} ms, p99 {:.3g} ms, max {:.3g} ms; {} pairs at the end{}\n",
+               summary.text(), a.ticks, doc["moves_per_tick"].get<std::size_t>(), 1e3 * l["p50"].get<double>(),
+               1e3 * l["p99"].get<double>(), 1e3 * l["max"].get<double>(), doc["final_pairs"].get<std::uint64_t>(),
+               a.verify ? " (verified by a full rematch)" : "");
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_ddm_command(CLI::App& app, Action& action) {
@@ -249,6 +407,7 @@ void add_ddm_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   gen->add_option("--out", g->out, "Region file to write: CSV, or binary when the name ends in .bin")->required();
   gen->add_flag("--json", g->json, "Print the summary as one JSON object on one line of stdout");
+  gen->add_flag("--quiet,-q", g->quiet, "No progress display on stderr (generate has none; accepted as everywhere)");
   gen->callback([&action, g] { action = [g] { return run_generate(*g); }; });
 
   auto* match = ddm->add_subcommand("match", "Find every intersecting subscription/update pair of a region file");
@@ -275,6 +434,25 @@ void add_ddm_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   add_common_run_options(*match, m->common);
   match->callback([&action, m] { action = [m] { return run_match(*m); }; });
+
+  auto* rep = ddm->add_subcommand(
+      "replay", "Keep a matcher alive over ticks of moving regions: per-tick latency and sustained ticks/s");
+  auto r = std::make_shared<ReplayArgs>();
+  rep->add_option("--input", r->input, "Region file: CSV or binary (docs/ddm.md)")->required();
+  rep->add_option("--ticks", r->ticks, "Ticks to replay")->capture_default_str();
+  rep->add_option("--move-fraction", r->move_fraction, "Fraction of all regions moved each tick")
+      ->capture_default_str()
+      ->check(kFinite);
+  rep->add_option("--step", r->step, "Random-walk step: sd of a move, in units of the region's own extent")
+      ->capture_default_str()
+      ->check(kFinite);
+  rep->add_option("--rule", r->rule, "Overlap rule: ieee1516, half-open or closed")->capture_default_str();
+  rep->add_option("--algorithm", r->algorithm, "The matcher's algorithm (as for ddm match)")->capture_default_str();
+  rep->add_option("--coords", r->coords, "Coordinate type: auto, u32, u64 or f64")->capture_default_str();
+  rep->add_option("--seed", r->common.seed, "Random seed of the moves")->check(kSeed)->capture_default_str();
+  rep->add_flag("--verify", r->verify, "After the last tick, check the pairs against a full rematch");
+  add_common_run_options(*rep, r->common);
+  rep->callback([&action, r] { action = [r] { return run_replay(*r); }; });
 }
 
 }  // namespace simkit::cli

@@ -312,3 +312,64 @@ TEST(DdmCli, GpuAlgorithmWithoutCudaIsAClearError) {
 
 }  // namespace
 }  // namespace simkit::ddm
+
+namespace simkit::ddm {
+namespace {
+
+// ---- replay ----
+
+// `ddm replay` keeps an IncrementalMatcher over ticks of random-walk moves; --verify checks the
+// final pairs against a full rematch (an internal error, exit 1, if they differ), for every rule
+// and coordinate type; the same seed gives the same ticks.
+TEST(DdmCliReplay, VerifiedAgainstAFullRematchForEveryRuleAndCoordinateType) {
+  TempDir tmp;
+  for (const bool integer : {false, true}) {
+    const fs::path regions = tmp / (integer ? "u64.bin" : "f64.bin");
+    std::vector<std::string> gen = {"generate", "--n", "2000", "--alpha", "8", "--dims", "2", "--seed", "3",
+                                    "--out", regions.string(), "-q"};
+    if (integer) gen.push_back("--integer");
+    ASSERT_EQ(ddm(gen).exit_code, 0);
+    for (const char* rule : {"ieee1516", "half-open", "closed"}) {
+      SCOPED_TRACE(std::string(rule) + (integer ? " u64" : " f64"));
+      const CommandResult r = ddm({"replay", "--input", regions.string(), "--ticks", "10", "--move-fraction", "0.05",
+                                   "--rule", rule, "--backend", "cpu", "--threads", "2", "--verify", "--json"});
+      ASSERT_EQ(r.exit_code, 0) << describe(r);
+      const json j = one_json_line(r);
+      EXPECT_EQ(j["verified"], true);
+      EXPECT_EQ(j["ticks"], 10);
+      EXPECT_EQ(j["moves_per_tick"], 100);
+      EXPECT_GT(j["pairs_gained"].get<std::uint64_t>(), 0u);
+      EXPECT_EQ(j["initial_pairs"].get<std::int64_t>() + j["pairs_gained"].get<std::int64_t>() -
+                    j["pairs_lost"].get<std::int64_t>(),
+                j["final_pairs"].get<std::int64_t>());
+      const json& l = j["latency_seconds"];
+      EXPECT_LE(l["p50"].get<double>(), l["p99"].get<double>());
+      EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
+      EXPECT_GT(j["ticks_per_second"].get<double>(), 0.0);
+    }
+  }
+  // Deterministic: the same seed gives the same final pairs, another seed other ones.
+  const auto final_pairs = [&](const char* seed) {
+    const CommandResult r = ddm({"replay", "--input", (tmp / "f64.bin").string(), "--ticks", "10", "--seed", seed,
+                                 "--move-fraction", "0.02", "--backend", "reference", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    const json j = one_json_line(r);
+    return std::make_pair(j["final_pairs"].get<std::uint64_t>(), j["pairs_gained"].get<std::uint64_t>());
+  };
+  EXPECT_EQ(final_pairs("5"), final_pairs("5"));
+  EXPECT_NE(final_pairs("5"), final_pairs("6"));
+}
+
+TEST(DdmCliReplay, BadInputExitsTwoWithOneLine) {
+  TempDir tmp;
+  const fs::path regions = tmp / "r.csv";
+  ASSERT_EQ(ddm({"generate", "--n", "100", "--alpha", "2", "--dims", "1", "--out", regions.string()}).exit_code, 0);
+  expect_user_error(ddm({"replay", "--input", regions.string(), "--ticks", "0"}), "--ticks 0");
+  expect_user_error(ddm({"replay", "--input", regions.string(), "--move-fraction", "1.5"}), "--move-fraction 1.5");
+  expect_user_error(ddm({"replay", "--input", regions.string(), "--step", "-1"}), "--step -1");
+  expect_user_error(ddm({"replay", "--input", regions.string(), "--rule", "open"}), "open");
+  expect_user_error(ddm({"replay", "--input", (tmp / "missing.csv").string()}), "missing.csv");
+}
+
+}  // namespace
+}  // namespace simkit::ddm
