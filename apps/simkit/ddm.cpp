@@ -114,6 +114,21 @@ struct MatchArgs {
   bool count = false;
 };
 
+// The matching options of `ddm match` and `ddm replay` from their flags.
+MatchOptions match_options(const std::string& rule, const std::string& algorithm, const CommonRunOptions& common) {
+  MatchOptions o;
+  o.rule = parse_rule(rule);
+  o.algorithm = parse_algorithm(algorithm);
+  o.backend = parse_backend(common.backend);
+  o.device = common.device;
+  o.threads = checked_threads(common.threads);
+  return o;
+}
+
+std::optional<Coords> coords_option(const std::string& text) {
+  return text == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(text));
+}
+
 // Fails before the input is read when the backend and algorithm cannot run here (the matcher
 // would find out the same, after reading a possibly large file).
 void check_backend(const MatchOptions& o) {
@@ -149,14 +164,8 @@ int run_match(const MatchArgs& a) {
   // The pair and per-region files must not be the region file (also through links).
   refuse_input_as_output(a.pairs, false, "--input", a.input, "--pairs");
   refuse_input_as_output(a.per_region, false, "--input", a.input, "--per-region");
-  MatchOptions o;
-  o.rule = parse_rule(a.rule);
-  o.algorithm = parse_algorithm(a.algorithm);
-  o.backend = parse_backend(a.common.backend);
-  o.device = a.common.device;
-  o.threads = checked_threads(a.common.threads);
-  const std::optional<Coords> coords =
-      a.coords == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(a.coords));
+  MatchOptions o = match_options(a.rule, a.algorithm, a.common);
+  const std::optional<Coords> coords = coords_option(a.coords);
   std::string mode = "count", out;
   if (!a.pairs.empty()) {
     mode = "pairs";
@@ -349,16 +358,10 @@ int run_replay(const ReplayArgs& a) {
   if (!(a.move_fraction >= 0 && a.move_fraction <= 1))
     throw UserError(fmt::format("--move-fraction {}: must lie in [0, 1]", a.move_fraction));
   if (!(a.step >= 0) || !std::isfinite(a.step)) throw UserError(fmt::format("--step {}: must be >= 0", a.step));
-  MatchOptions o;
-  o.rule = parse_rule(a.rule);
-  o.algorithm = parse_algorithm(a.algorithm);
-  o.backend = parse_backend(a.common.backend);
-  o.device = a.common.device;
-  o.threads = checked_threads(a.common.threads);
+  MatchOptions o = match_options(a.rule, a.algorithm, a.common);
   check_backend(o);
   o.backend = resolve_backend(o.backend, o.device);
-  const std::optional<Coords> coords =
-      a.coords == "auto" ? std::nullopt : std::optional<Coords>(parse_coords(a.coords));
+  const std::optional<Coords> coords = coords_option(a.coords);
   AnyRegions regions = read_regions(a.input, coords);
   Progress progress("ddm replay", "ticks", a.common.quiet);
   nlohmann::json doc = std::visit([&](auto& r) { return replay(std::move(r), a, o, progress); }, regions);
