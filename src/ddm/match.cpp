@@ -11,6 +11,7 @@
 #include "simkit/core/error.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "ddm/kernels.hpp"
+#include "ddm/model.hpp"
 
 namespace simkit::ddm {
 
@@ -180,13 +181,44 @@ MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, con
   return run(s, u, o, detail::Output::PerRegion, nullptr, &per_s, &per_u);
 }
 
+template <class T>
+MatchReport match_self_pairs(const RegionView<T>& s, const MatchOptions& o, const MatchSink& sink) {
+  // S x S in the matcher's fixed order, keeping i < j: each unordered pair once, no diagonal.
+  std::vector<Match> kept;
+  std::uint64_t total = 0;
+  const MatchSink filter = [&](const Match* pairs, std::size_t count) {
+    kept.clear();
+    for (std::size_t k = 0; k < count; ++k)
+      if (pairs[k].s < pairs[k].u) kept.push_back(pairs[k]);
+    total += kept.size();
+    if (!kept.empty()) sink(kept.data(), kept.size());
+  };
+  MatchReport r = run(s, s, o, detail::Output::Pairs, &filter, nullptr, nullptr);
+  r.pairs = total;
+  return r;
+}
+
+template <class T>
+MatchReport count_self_pairs(const RegionView<T>& s, const MatchOptions& o) {
+  MatchReport r = run(s, s, o, detail::Output::Count, nullptr, nullptr, nullptr);
+  // Every pair appears twice in S x S; the diagonal holds the regions that intersect themselves
+  // (all of them, except empty ones under the half-open rule).
+  std::uint64_t diagonal = 0;
+  for (std::size_t i = 0; i < s.size; ++i)
+    diagonal += intersects(o.rule, s.dims, s.lower, s.upper, s.size, i, s.lower, s.upper, s.size, i) ? 1 : 0;
+  r.pairs = (r.pairs - diagonal) / 2;
+  return r;
+}
+
 #define SIMKIT_DDM_INSTANTIATE(T)                                                                           \
   template void validate<T>(const RegionView<T>&, const RegionView<T>&);                                    \
   template MatchReport match_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,      \
                                       const MatchSink&);                                                    \
   template MatchReport count_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&);     \
   template MatchReport count_per_region<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&, \
-                                           std::vector<std::uint64_t>&, std::vector<std::uint64_t>&);
+                                           std::vector<std::uint64_t>&, std::vector<std::uint64_t>&);        \
+  template MatchReport match_self_pairs<T>(const RegionView<T>&, const MatchOptions&, const MatchSink&);    \
+  template MatchReport count_self_pairs<T>(const RegionView<T>&, const MatchOptions&);
 SIMKIT_DDM_INSTANTIATE(std::uint32_t)
 SIMKIT_DDM_INSTANTIATE(std::uint64_t)
 SIMKIT_DDM_INSTANTIATE(double)

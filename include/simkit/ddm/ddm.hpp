@@ -107,6 +107,15 @@ template <class T>
 MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
                              std::vector<std::uint64_t>& per_s, std::vector<std::uint64_t>& per_u);
 
+// Complete matching of one set (CGAL's COMPLETE mode, for simulations with a single region set):
+// every unordered pair of distinct regions i < j that intersect, once, as Match{s = i, u = j}
+// (positions in `s`), in a fixed order; and their number. The rules are symmetric, so this is the
+// S x S matching without the diagonal and without one of each mirrored pair.
+template <class T>
+MatchReport match_self_pairs(const RegionView<T>& s, const MatchOptions& options, const MatchSink& sink);
+template <class T>
+MatchReport count_self_pairs(const RegionView<T>& s, const MatchOptions& options);
+
 // Checks a pair of sets: same dims (1..8), lower <= upper, no NaN, unique ids within a set.
 // UserError naming the set (S or U), the region's id and the dimension.
 template <class T>
