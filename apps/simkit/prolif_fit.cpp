@@ -406,37 +406,12 @@ int run_compare(const FitArgs& a, const Stopwatch& clock) {
                       {"delta_bic", e.score.bic - best_bic},
                       {"directory", e.name}});
     // The first target: the model's pooled check runs against the data.
-    const FitCheck& c = e.report.checks.front();
-    PlotSeries series;
-    series.label = fmt::format("{} (Hellinger {:.3f}, dAIC {:.0f})", e.name, e.check, e.score.aic - best_aic);
-    series.color = colors[m % 7];
-    std::vector<double> pooled(edges.size(), 0.0);
-    double total = 0;
-    for (const auto& run : c.runs)
-      for (std::size_t b = 0; b < run.size(); ++b) {
-        pooled[b] += run[b];
-        total += run[b];
-      }
-    for (std::size_t b = 0; b < edges.size(); ++b) {
-      series.x.push_back(edges[b]);
-      series.y.push_back(total > 0 ? pooled[b] / total : 0.0);
-    }
-    plot.series.push_back(std::move(series));
+    plot.series.push_back(fraction_series(
+        edges, e.report.checks.front().pooled(),
+        fmt::format("{} (Hellinger {:.3f}, dAIC {:.0f})", e.name, e.check, e.score.aic - best_aic), colors[m % 7]));
   }
-  {
-    const FitCheck& c = first.checks.front();
-    PlotSeries data;
-    data.label = portable_file_name(c.source);
-    data.color = "#d62728";
-    data.dashed = true;
-    double total = 0;
-    for (double v : c.target) total += v;
-    for (std::size_t b = 0; b < edges.size(); ++b) {
-      data.x.push_back(edges[b]);
-      data.y.push_back(total > 0 ? c.target[b] / total : 0.0);
-    }
-    plot.series.push_back(std::move(data));
-  }
+  plot.series.push_back(fraction_series(edges, first.checks.front().target,
+                                        portable_file_name(first.checks.front().source), "#d62728", true));
   const nlohmann::json doc = {
       {"criterion",
        "AIC and BIC of the multinomial likelihood of the targets' binned cells (docs/prolif.md, Model comparison)"},

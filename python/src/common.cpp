@@ -45,7 +45,6 @@ InterruptGuard::InterruptGuard(RunOptions& options) {
       g_installed = sigaction(SIGINT, &action, &g_previous) == 0;
     }
   }
-  installed_ = true;
   options.stop = [] { return g_interrupted.load(std::memory_order_relaxed); };
 }
 

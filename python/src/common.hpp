@@ -31,9 +31,6 @@ class InterruptGuard {
   InterruptGuard& operator=(const InterruptGuard&) = delete;
   // Raises KeyboardInterrupt (as a nb::python_error) when SIGINT arrived.
   void raise_if_interrupted() const;
-
- private:
-  bool installed_ = false;
 };
 
 // Runs f() with the GIL released, Ctrl-C stopping it; a stop becomes KeyboardInterrupt.

@@ -146,4 +146,17 @@ std::string render_svg(const PlotSpec& spec) {
   return out;
 }
 
+PlotSeries fraction_series(const std::vector<double>& x, const std::vector<double>& counts, std::string label,
+                           std::string color, bool dashed) {
+  PlotSeries s;
+  s.label = std::move(label);
+  s.color = std::move(color);
+  s.dashed = dashed;
+  double total = 0;
+  for (double c : counts) total += c;
+  s.x = x;
+  for (double c : counts) s.y.push_back(total > 0 ? c / total : 0.0);
+  return s;
+}
+
 }  // namespace simkit

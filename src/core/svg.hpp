@@ -21,6 +21,10 @@ struct PlotSpec {
   std::vector<PlotSeries> series;
 };
 
+// A histogram as fractions of its total per bin (x: the bins' positions; all zero when empty).
+PlotSeries fraction_series(const std::vector<double>& x, const std::vector<double>& counts, std::string label,
+                           std::string color, bool dashed = false);
+
 // Escapes & < > " ' for XML text and attribute values (SVG, VTK XML).
 std::string xml_escape(std::string_view text);
 

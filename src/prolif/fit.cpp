@@ -82,7 +82,6 @@ Decoded decode(const FitSpec& spec, std::span<const double> x) {
   auto& pops = d.model.populations;
   const std::vector<int> props = free_proportions(spec);
   double left = 1.0 - fixed_proportion_sum(spec);
-  std::size_t fraction = 0;
   for (std::size_t n = 0; n < params.size(); ++n) {
     const FreeParameter& f = params[n];
     const double v = std::clamp(x[n], f.bounds.min, f.bounds.max);
@@ -91,7 +90,6 @@ Decoded decode(const FitSpec& spec, std::span<const double> x) {
         const double share = std::max(left, 0.0) * v;
         pops[static_cast<std::size_t>(f.population)].proportion = share;
         left -= share;
-        ++fraction;
         break;
       }
       case FreeParameter::Kind::Mean:
@@ -112,7 +110,6 @@ Decoded decode(const FitSpec& spec, std::span<const double> x) {
     const double q = pops[static_cast<std::size_t>(p)].proportion;
     d.violation += std::max(0.0, r.min - q) + std::max(0.0, q - r.max);
   }
-  (void)fraction;
   return d;
 }
 

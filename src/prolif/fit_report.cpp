@@ -104,18 +104,19 @@ void check_fit(FitReport& report, int runs) {
   report.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::vector<double> FitCheck::pooled() const {
+  std::vector<double> out(target.size(), 0.0);
+  for (const auto& run : runs)
+    for (std::size_t b = 0; b < run.size() && b < out.size(); ++b) out[b] += run[b];
+  return out;
+}
+
 ModelScore score(const FitReport& r) {
   ModelScore s;
   s.parameters = static_cast<int>(r.result.parameters.size());
   for (const FitCheck& c : r.checks) {
     if (c.validation) continue;
-    std::vector<double> pooled(c.target.size(), 0.0);
-    double total = 0;
-    for (const auto& run : c.runs)
-      for (std::size_t b = 0; b < run.size(); ++b) {
-        pooled[b] += run[b];
-        total += run[b];
-      }
+    std::vector<double> pooled = c.pooled();
     double floor_total = 0;
     for (double& v : pooled) {
       if (v == 0) v = 0.5;
@@ -126,7 +127,6 @@ ModelScore score(const FitReport& r) {
       s.log_likelihood += c.target[b] * std::log(pooled[b] / floor_total);
       s.cells += c.target[b];
     }
-    (void)total;
   }
   const double k = s.parameters;
   s.aic = 2 * k - 2 * s.log_likelihood;
@@ -263,21 +263,11 @@ nlohmann::json write_fit_outputs(const std::filesystem::path& out, const FitRepo
   static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"};
   for (std::size_t c = 0; c < r.checks.size(); ++c) {
     const FitCheck& ch = r.checks[c];
-    PlotSeries sim, data;
-    sim.color = data.color = colors[c % 6];
+    PlotSeries sim;
+    sim.color = colors[c % 6];
     sim.label = fmt::format("simulated, t = {} h (Hellinger {:.3f})", ch.time, mean_of(ch.hellinger));
-    data.label = fmt::format("{}, t = {} h{}", portable_file_name(ch.source), ch.time, ch.validation ? " (validation)" : "");
-    data.dashed = true;
-    double data_total = 0;
-    for (double v : ch.target) data_total += v;
     std::vector<std::vector<double>> fractions;
-    for (const auto& run : ch.runs) {
-      double total = 0;
-      for (double v : run) total += v;
-      std::vector<double> f(run.size());
-      for (std::size_t b = 0; b < run.size(); ++b) f[b] = total > 0 ? run[b] / total : 0.0;
-      fractions.push_back(std::move(f));
-    }
+    for (const auto& run : ch.runs) fractions.push_back(fraction_series(edges, run, "", "").y);
     for (std::size_t b = 0; b < edges.size(); ++b) {
       std::vector<double> v;
       for (const auto& f : fractions) v.push_back(f[b]);
@@ -285,11 +275,12 @@ nlohmann::json write_fit_outputs(const std::filesystem::path& out, const FitRepo
       sim.y.push_back(mean_of(v));
       sim.band_low.push_back(percentile(v, 5));
       sim.band_high.push_back(percentile(v, 95));
-      data.x.push_back(edges[b]);
-      data.y.push_back(data_total > 0 ? ch.target[b] / data_total : 0.0);
     }
     fit_plot.series.push_back(std::move(sim));
-    fit_plot.series.push_back(std::move(data));
+    fit_plot.series.push_back(fraction_series(
+        edges, ch.target,
+        fmt::format("{}, t = {} h{}", portable_file_name(ch.source), ch.time, ch.validation ? " (validation)" : ""),
+        colors[c % 6], true));
   }
 
   // convergence.svg: best and mean fitness against evaluations.

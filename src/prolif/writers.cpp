@@ -164,17 +164,7 @@ nlohmann::json write_outputs(const std::filesystem::path& out, const Report& r) 
     plot.series.push_back(std::move(series));
   }
   auto add_reference = [&](const Binned& b, const std::string& label, const std::string& color, bool dashed) {
-    PlotSeries s;
-    s.label = label;
-    s.color = color;
-    s.dashed = dashed;
-    double total = 0;
-    for (double c : b.counts) total += c;
-    for (std::size_t i = 0; i < edges.size(); ++i) {
-      s.x.push_back(edges[i]);
-      s.y.push_back(total > 0 ? b.counts[i] / total : 0.0);
-    }
-    plot.series.push_back(std::move(s));
+    plot.series.push_back(fraction_series(edges, b.counts, label, color, dashed));
   };
   if (target_binned) add_reference(*target_binned, "target", "#d62728", false);
   add_reference(bin_histogram(r.initial, r.binning), "H(0)", "#7f7f7f", true);

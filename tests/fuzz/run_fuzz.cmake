@@ -13,6 +13,13 @@ endif()
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 file(COPY "${CORPUS}/" DESTINATION "${WORK}/corpus")
+if(DEFINED SEEDS)
+  # Seeds written by simkit itself (tests/fuzz/seeds_<target>.cpp) join the committed ones.
+  execute_process(COMMAND "${SEEDS}" "${WORK}/corpus" RESULT_VARIABLE _seeds_rc)
+  if(NOT _seeds_rc EQUAL 0)
+    message(FATAL_ERROR "${SEEDS}: exit ${_seeds_rc}")
+  endif()
+endif()
 execute_process(COMMAND "${FUZZER}" "-max_total_time=${SECONDS}" "-runs=${RUNS}" -timeout=10 -rss_limit_mb=2048
                         "-artifact_prefix=${WORK}/" -print_final_stats=1 "${WORK}/corpus"
                 RESULT_VARIABLE _rc)

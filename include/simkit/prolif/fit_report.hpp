@@ -22,6 +22,8 @@ struct FitCheck {
   std::vector<double> target;              // binned target counts
   std::vector<std::vector<double>> runs;   // binned simulated counts, per check run
   std::vector<double> hellinger;           // normalized Hellinger distance of each run
+  // The check runs' binned counts added up, bin by bin.
+  std::vector<double> pooled() const;
 };
 
 struct FitReport {
