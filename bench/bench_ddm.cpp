@@ -5,14 +5,16 @@
 // place, for cuda pairs in device memory); upload and output are counters.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <vector>
 
-#include "simkit/core/cuda_info.hpp"
 #include "core/rng.hpp"
-#include "simkit/ddm/ddm.hpp"
 #include "ddm_workload.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace {
 
@@ -72,6 +74,53 @@ BENCHMARK(BM_Ddm)
     ->Args({1, 1000000, 2, 100, 1, static_cast<std::int64_t>(Algorithm::Sbm)})
     ->UseManualTime()
     ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Storing every pair on the host: the d = 2 case's 10^8 pairs appended to vectors, either one
+// vector through the serial sink (the callback runs on one thread at a time) or one vector per
+// worker through match_pairs_concurrent. Time is the whole call's wall time (matching, and on cuda
+// the copies back), with the vectors' growth: what a caller that stores the pairs waits for.
+// Args: backend (2 cpu, 3 cuda), concurrent (0 serial sink, 1 per-thread vectors).
+void BM_DdmStorePairs(benchmark::State& state) {
+  const auto backend = static_cast<Backend>(state.range(0));
+  if (skip_without_cuda(state, backend)) return;
+  const bool concurrent = state.range(1) == 1;
+  const auto& [s, u] = workload(1000000, 2, 100);
+  MatchOptions o;
+  o.backend = backend;
+  const int workers = match_workers(o);
+  MatchReport r;
+  std::size_t stored = 0;
+  for (auto _ : state) {
+    std::vector<std::vector<Match>> per_worker(static_cast<std::size_t>(workers));
+    std::vector<Match> one;
+    const auto start = std::chrono::steady_clock::now();
+    if (concurrent) {
+      r = match_pairs_concurrent(view(s), view(u), o, [&](int w, const Match* m, std::size_t k) {
+        auto& v = per_worker[static_cast<std::size_t>(w)];
+        v.insert(v.end(), m, m + k);
+      });
+    } else {
+      r = match_pairs(view(s), view(u), o, [&](const Match* m, std::size_t k) { one.insert(one.end(), m, m + k); });
+    }
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    stored = one.size();
+    for (const auto& v : per_worker) stored += v.size();
+  }
+  if (stored != r.pairs) state.SkipWithError("not every pair was stored");
+  state.counters["pairs"] = static_cast<double>(r.pairs);
+  state.counters["workers"] = concurrent ? workers : 1;
+  state.counters["match_s"] = r.seconds;
+  state.SetLabel(std::string(to_string(r.algorithm)) + " " + r.device);
+}
+BENCHMARK(BM_DdmStorePairs)
+    ->ArgNames({"backend", "concurrent"})
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->Args({3, 0})
+    ->Args({3, 1})
+    ->UseManualTime()
+    ->Iterations(2)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -19,11 +19,11 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "simkit/core/cuda_info.hpp"
 #include "core/rng.hpp"
+#include "ddm_workload.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "simkit/ddm/incremental.hpp"
-#include "ddm_workload.hpp"
 
 namespace {
 
@@ -108,7 +108,8 @@ void BM_DdmIncremental(benchmark::State& state) {
   IncrementalMatcher<double>& m = *k.matcher;
   std::mt19937_64 gen(42 + static_cast<std::uint64_t>(state.range(4)));
   const double side = side_of(n, dims, alpha);
-  double gained = 0, lost = 0, match_seconds = 0, filter_seconds = 0, candidates = 0, batch_seconds = 0, batches = 0;
+  double gained = 0, lost = 0, match_seconds = 0, filter_seconds = 0, prepare_seconds = 0, candidates = 0,
+         batch_seconds = 0, batches = 0;
   for (auto _ : state) {
     const std::vector<Change<double>> batch = make_batch(m, moved, side, gen);
     const auto start = Clock::now();
@@ -121,6 +122,7 @@ void BM_DdmIncremental(benchmark::State& state) {
     const ApplyReport& r = m.last_report();
     match_seconds += r.match_seconds;
     filter_seconds += r.filter_seconds;
+    prepare_seconds += r.prepare_seconds;
     candidates += static_cast<double>(r.candidates_s + r.candidates_u);
     ++batches;
   }
@@ -138,6 +140,7 @@ void BM_DdmIncremental(benchmark::State& state) {
   state.counters["lost"] = lost / batches;
   state.counters["match_s"] = match_seconds / batches;
   state.counters["filter_s"] = filter_seconds / batches;
+  state.counters["prepare_s"] = prepare_seconds / batches;
   state.counters["candidates"] = candidates / batches;
   state.counters["pairs"] = static_cast<double>(m.pairs());
   state.counters["full_rematch_s"] = full_seconds;

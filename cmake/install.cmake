@@ -24,12 +24,12 @@ install(FILES "${PROJECT_BINARY_DIR}/simkitConfig.cmake" "${PROJECT_BINARY_DIR}/
         DESTINATION "${SIMKIT_CMAKE_DIR}")
 
 # The GPU bundle (scripts/gpu-bundle.sh): `cmake --install build/bundle --component bundle` puts the
-# simkit command, the example, the test and benchmark binaries, and the few shared libraries a bare
+# simkit command, the C examples, the test and benchmark binaries, and the few shared libraries a bare
 # GPU machine lacks (libgomp, libbenchmark, libpng) side by side in bundle/ (RPATH $ORIGIN).
 if(SIMKIT_BUNDLE)
   get_property(_bundle_targets GLOBAL PROPERTY SIMKIT_BUNDLE_TARGETS)
   set(_bundle_apps)
-  foreach(_target simkit ddm_c_example)
+  foreach(_target simkit ddm_c_example ddm_rti_ticks)
     if(TARGET ${_target})
       list(APPEND _bundle_apps ${_target})
     endif()

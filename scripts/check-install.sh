@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs a built tree into a fresh prefix and builds the two out-of-tree consumers against it with
-# find_package(simkit): the ddm C API example (C99) and the prolif C++ example; runs both.
+# find_package(simkit): the ddm C API examples (C99) and the prolif C++ example; runs them.
 # Usage: scripts/check-install.sh BUILD_DIR WORK_DIR   (CTest runs it as install_consumers)
 set -euo pipefail
 build="$1"
@@ -18,5 +18,6 @@ for example in ddm prolif/cpp; do
   cmake --build "$work/$name" >"$work/$name.build.log" 2>&1 || { cat "$work/$name.build.log"; exit 1; }
 done
 "$work/ddm/examples/ddm_c_example"
+"$work/ddm/examples/ddm_rti_ticks"
 "$work/prolif-cpp/prolif_example"
-echo "install_consumers: both examples built against $work/prefix and ran"
+echo "install_consumers: the examples built against $work/prefix and ran"

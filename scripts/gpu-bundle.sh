@@ -23,7 +23,7 @@ mv build/bundle-install/bundle "$out"
 rm -rf build/bundle-install
 cp scripts/gpu-check.sh "$out/"
 # Symbols are not needed there, and the carry limit is 64 MiB.
-for bin in "$out"/simkit "$out"/ddm_c_example "$out"/*_test "$out"/bench_*; do
+for bin in "$out"/simkit "$out"/ddm_c_example "$out"/ddm_rti_ticks "$out"/*_test "$out"/bench_*; do
   [ -f "$bin" ] && strip --strip-unneeded "$bin"
 done
 

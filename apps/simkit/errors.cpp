@@ -14,7 +14,7 @@ namespace {
 
 // Every field a library error may name that a flag sets, and the flag. A field missing here (a
 // config-file key, say) is printed as the library names it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kFieldFlags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 40> kFieldFlags{{
     // every engine
     {"backend", "--backend"},
     {"device", "--device"},
@@ -58,12 +58,15 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kFieldFl
     {"input", "INPUT"},
     {"clustered", "--clustered"},
     {"integer", "--integer"},
+    {"moving", "--moving"},
+    {"interest", "--interest"},
 }};
 
 }  // namespace
 
 std::string flag_for(std::string_view field) {
-  const auto* found = std::find_if(kFieldFlags.begin(), kFieldFlags.end(), [&](const auto& e) { return e.first == field; });
+  const auto* found =
+      std::find_if(kFieldFlags.begin(), kFieldFlags.end(), [&](const auto& e) { return e.first == field; });
   return std::string(found != kFieldFlags.end() ? found->second : field);
 }
 

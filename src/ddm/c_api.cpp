@@ -1,5 +1,6 @@
 // The C API of the ddm matcher (c_api.h, docs/ddm_c_api.md): a handle holding MatchOptions, the last
-// error message and the last report; every entry point catches everything and returns a status.
+// error message and the last report, and an incremental handle holding an IncrementalMatcher; every
+// entry point catches everything and returns a status.
 #include "simkit/ddm/c_api.h"
 
 #include <fmt/format.h>
@@ -9,16 +10,20 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "simkit/core/backend.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/incremental.hpp"
 
 struct simkit_ddm_matcher {
   simkit::ddm::MatchOptions options;
@@ -32,15 +37,41 @@ struct simkit_ddm_matcher {
   std::vector<std::uint64_t> upd_ids;  // the sink (maybe inside an OpenMP region) never allocates
 };
 
+struct simkit_ddm_incremental {
+  template <class M, class... Args>
+  simkit_ddm_incremental(std::in_place_type_t<M> type, int region_dims, Args&&... args)
+      : matcher(type, std::forward<Args>(args)...), dims(region_dims) {}
+
+  // The coordinate type is chosen at creation, once.
+  std::variant<simkit::ddm::IncrementalMatcher<std::uint32_t>, simkit::ddm::IncrementalMatcher<std::uint64_t>,
+               simkit::ddm::IncrementalMatcher<double>>
+      matcher;
+  int dims = 1;             // kept here: an empty set's RegionSet is no witness of it
+  std::string error;        // "" after a successful call
+  bool error_lost = false;  // the message could not be stored (out of memory)
+  bool busy = false;        // a call is running (a call from its callbacks is refused)
+  bool broken = false;      // an apply failed other than by a bad batch: the pair lists may be inconsistent
+  bool has_report = false;  // the last apply applied its batch
+  simkit_ddm_apply_report report{};
+  std::vector<std::uint64_t> sub_ids;  // the callbacks' id buffers
+  std::vector<std::uint64_t> upd_ids;
+};
+
 namespace {
 
 using simkit::Backend;
 using simkit::UserError;
 using simkit::ddm::Algorithm;
+using simkit::ddm::Change;
+using simkit::ddm::Delta;
+using simkit::ddm::IdPair;
+using simkit::ddm::IncrementalMatcher;
 using simkit::ddm::Match;
 using simkit::ddm::MatchOptions;
 using simkit::ddm::MatchReport;
+using simkit::ddm::RegionSet;
 using simkit::ddm::RegionView;
+using simkit::ddm::Role;
 using simkit::ddm::Rule;
 
 // The most pairs per callback call (the id buffers hold 2 x 8 bytes per pair: 1 MiB).
@@ -67,7 +98,8 @@ std::string c_message(const UserError& e) {
   return message_naming(e, [](std::string_view field) { return std::string(field); });
 }
 
-void set_error(simkit_ddm_matcher* m, const char* text) noexcept {
+template <class Handle>
+void set_error(Handle* m, const char* text) noexcept {
   try {
     m->error.assign(text);
     m->error_lost = false;
@@ -78,13 +110,23 @@ void set_error(simkit_ddm_matcher* m, const char* text) noexcept {
 }
 
 // Runs `body` (which returns SIMKIT_DDM_OK or throws) with every exception turned into a status and
-// a message on the handle.
-template <class F>
-simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
+// a message on the handle (a simkit_ddm_matcher or a simkit_ddm_incremental).
+template <class Handle, class F>
+simkit_ddm_status guarded(Handle* m, F&& body) noexcept {
   if (m == nullptr) return SIMKIT_DDM_BAD_INPUT;
   if (m->busy) {
-    set_error(m, "the matcher is busy: its functions cannot be called from its own pair callback");
+    set_error(m, std::is_same_v<Handle, simkit_ddm_incremental>
+                     ? "the incremental matcher is busy: its functions cannot be called from its own callbacks"
+                     : "the matcher is busy: its functions cannot be called from its own pair callback");
     return SIMKIT_DDM_BAD_INPUT;
+  }
+  if constexpr (std::is_same_v<Handle, simkit_ddm_incremental>) {
+    if (m->broken) {
+      set_error(m,
+                "the incremental matcher is unusable: an earlier apply failed while updating its pairs; destroy it "
+                "and create a new one");
+      return SIMKIT_DDM_INTERNAL;
+    }
   }
   m->error.clear();
   m->error_lost = false;
@@ -118,16 +160,17 @@ simkit_ddm_status guarded(simkit_ddm_matcher* m, F&& body) noexcept {
   }
 }
 
-// Marks the handle busy for the duration of a matching call.
+// Marks the handle busy for the duration of a call that calls back.
+template <class Handle>
 class BusyScope {
  public:
-  explicit BusyScope(simkit_ddm_matcher* m) : m_(m) { m_->busy = true; }
+  explicit BusyScope(Handle* m) : m_(m) { m_->busy = true; }
   ~BusyScope() { m_->busy = false; }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
 
  private:
-  simkit_ddm_matcher* m_;
+  Handle* m_;
 };
 
 template <class T>
@@ -331,6 +374,178 @@ simkit_ddm_status count_per_region(simkit_ddm_matcher* m, int dims, std::size_t 
   });
 }
 
+// ---- incremental matching ----
+
+template <class T>
+constexpr const char* coords_name() {
+  if constexpr (std::is_same_v<T, std::uint32_t>) return "u32";
+  if constexpr (std::is_same_v<T, std::uint64_t>) return "u64";
+  return "f64";
+}
+
+// The pairs per callback call: as for match_pairs.
+std::size_t callback_step(const MatchOptions& o) { return std::clamp<std::size_t>(o.chunk_pairs, 1, kCallbackPairs); }
+
+template <class T>
+RegionSet<T> region_copy(const RegionView<T>& v) {
+  RegionSet<T> r;
+  r.dims = v.dims;
+  if (v.size == 0) return r;
+  const std::size_t values = v.size * static_cast<std::size_t>(v.dims);
+  r.ids.assign(v.ids, v.ids + v.size);
+  r.lower.assign(v.lower, v.lower + values);
+  r.upper.assign(v.upper, v.upper + values);
+  return r;
+}
+
+template <class T>
+simkit_ddm_status incremental_create(simkit_ddm_matcher* options, int dims, std::size_t ns, const std::uint64_t* s_ids,
+                                     const T* s_lower, const T* s_upper, std::size_t nu, const std::uint64_t* u_ids,
+                                     const T* u_lower, const T* u_upper, simkit_ddm_incremental** out) noexcept {
+  if (out != nullptr) *out = nullptr;
+  return guarded(options, [&] {
+    if (out == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, "out is NULL");
+    const RegionView<T> s = region_view('s', dims, ns, s_ids, s_lower, s_upper);
+    const RegionView<T> u = region_view('u', dims, nu, u_ids, u_lower, u_upper);
+    check_available(options->options);
+    // Checked before the copies, so that bad regions (a dims out of range included) never size them.
+    simkit::ddm::validate(s, u);
+    auto handle = std::make_unique<simkit_ddm_incremental>(std::in_place_type<IncrementalMatcher<T>>, dims,
+                                                           region_copy(s), region_copy(u), options->options);
+    const std::size_t step = callback_step(options->options);
+    handle->sub_ids.resize(step);
+    handle->upd_ids.resize(step);
+    *out = handle.release();  // simkit_ddm_incremental_destroy deletes it
+    return SIMKIT_DDM_OK;
+  });
+}
+
+// Hands `pairs` to `callback` (when not NULL) in chunks; returns the callback's non-zero code when it
+// asked to stop, else 0.
+int deliver(simkit_ddm_incremental* h, const std::vector<IdPair>& pairs, simkit_ddm_pair_callback callback,
+            void* user) {
+  if (callback == nullptr) return 0;
+  const std::size_t step = h->sub_ids.size();
+  for (std::size_t first = 0; first < pairs.size(); first += step) {
+    const std::size_t n = std::min(step, pairs.size() - first);
+    for (std::size_t k = 0; k < n; ++k) {
+      h->sub_ids[k] = pairs[first + k].first;
+      h->upd_ids[k] = pairs[first + k].second;
+    }
+    if (const int code = callback(h->sub_ids.data(), h->upd_ids.data(), n, user); code != 0) return code;
+  }
+  return 0;
+}
+
+template <class T>
+simkit_ddm_status incremental_apply(simkit_ddm_incremental* h, int dims, std::size_t changes,
+                                    const simkit_ddm_change_kind* kinds, const simkit_ddm_role* roles,
+                                    const std::uint64_t* ids, const T* lower, const T* upper,
+                                    simkit_ddm_pair_callback gained, simkit_ddm_pair_callback lost,
+                                    void* user) noexcept {
+  return guarded(h, [&] {
+    h->has_report = false;
+    auto* m = std::get_if<IncrementalMatcher<T>>(&h->matcher);
+    if (m == nullptr) {
+      static constexpr const char* kHeld[] = {"u32", "u64", "f64"};  // the variant's alternatives, in order
+      const char* held = kHeld[h->matcher.index()];
+      throw Failure(SIMKIT_DDM_BAD_INPUT,
+                    fmt::format("simkit_ddm_incremental_apply_{}: the matcher holds {} coordinates (it was created by "
+                                "simkit_ddm_incremental_create_{}); call simkit_ddm_incremental_apply_{}",
+                                coords_name<T>(), held, held, held));
+    }
+    if (dims != h->dims) {
+      throw Failure(SIMKIT_DDM_BAD_INPUT,
+                    fmt::format("dims {}: the matcher's regions have {} dimensions", dims, h->dims));
+    }
+    if (changes > 0) {
+      const auto null = [&](const char* what) {
+        return Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("{} is NULL with changes = {}", what, changes));
+      };
+      if (kinds == nullptr) throw null("kinds");
+      if (roles == nullptr) throw null("roles");
+      if (ids == nullptr) throw null("ids");
+    }
+    static constexpr
+        typename Change<T>::Kind kKinds[] = {Change<T>::Kind::Add, Change<T>::Kind::Move, Change<T>::Kind::Remove};
+    static constexpr Role kRoles[] = {Role::Subscription, Role::Update};
+    const auto d_count = static_cast<std::size_t>(dims);
+    std::vector<Change<T>> batch;
+    batch.reserve(changes);
+    for (std::size_t k = 0; k < changes; ++k) {
+      Change<T> c;
+      c.kind = from_c(c_enum_value(kinds[k]), kKinds, fmt::format("batch change {}: kind", k),
+                      "SIMKIT_DDM_CHANGE_ADD (0), SIMKIT_DDM_CHANGE_MOVE (1) or SIMKIT_DDM_CHANGE_REMOVE (2)");
+      c.role = from_c(c_enum_value(roles[k]), kRoles, fmt::format("batch change {}: role", k),
+                      "SIMKIT_DDM_ROLE_SUBSCRIPTION (0) or SIMKIT_DDM_ROLE_UPDATE (1)");
+      c.id = ids[k];
+      if (c.kind != Change<T>::Kind::Remove) {
+        const char* kind = c.kind == Change<T>::Kind::Add ? "add" : "move";
+        const char set = c.role == Role::Subscription ? 'S' : 'U';
+        for (const auto& [name, bounds] : {std::pair{"lower", lower}, std::pair{"upper", upper}}) {
+          if (bounds == nullptr) {
+            throw Failure(SIMKIT_DDM_BAD_INPUT, fmt::format("{} is NULL with changes = {}, and batch change {} ({} of "
+                                                            "{} region {}) needs bounds",
+                                                            name, changes, k, kind, set, c.id));
+          }
+        }
+        c.lower.assign(lower + k * d_count, lower + (k + 1) * d_count);
+        c.upper.assign(upper + k * d_count, upper + (k + 1) * d_count);
+        // Refused as create refuses them (region_view); NaN and lower > upper: the matcher's check.
+        if constexpr (std::is_floating_point_v<T>) {
+          for (std::size_t d = 0; d < d_count; ++d) {
+            if (std::isinf(c.lower[d]) || std::isinf(c.upper[d])) {
+              throw Failure(SIMKIT_DDM_BAD_INPUT,
+                            fmt::format("batch change {}: {} of {} region {}: dimension {}: infinite bound [{}, {}]; "
+                                        "give finite bounds (the space's own, for an unbounded extent)",
+                                        k, kind, set, c.id, d, c.lower[d], c.upper[d]));
+            }
+          }
+        }
+      }
+      batch.push_back(std::move(c));
+    }
+    BusyScope busy(h);
+    Delta delta;
+    try {
+      delta = m->apply(batch);
+    } catch (const UserError&) {
+      throw;  // a bad batch: the matcher is unchanged
+    } catch (...) {
+      h->broken = true;  // e.g. out of memory while the pair lists were updated
+      throw;
+    }
+    // The callbacks get each list sorted (c_api.h), whatever order the matcher's backend left.
+    for (std::vector<IdPair>* list : {&delta.lost, &delta.gained}) {
+      if (!std::is_sorted(list->begin(), list->end())) std::sort(list->begin(), list->end());
+    }
+    const simkit::ddm::ApplyReport& r = m->last_report();
+    h->report = simkit_ddm_apply_report{};
+    h->report.pairs = m->pairs();
+    h->report.gained = delta.gained.size();
+    h->report.lost = delta.lost.size();
+    h->report.subscriptions = r.subscriptions;
+    h->report.updates = r.updates;
+    h->report.removed = r.removed;
+    h->report.seconds = r.seconds;
+    h->has_report = true;
+    // Lost first: an RTI that stops routing before it starts never holds both routes of a region.
+    int code = deliver(h, delta.lost, lost, user);
+    const char* which = "lost";
+    if (code == 0) {
+      code = deliver(h, delta.gained, gained, user);
+      which = "gained";
+    }
+    if (code != 0) {
+      throw Failure(SIMKIT_DDM_CANCELLED,
+                    fmt::format("pair delivery cancelled: the {} callback returned {}; the batch was applied (the "
+                                "matcher holds {} pairs; simkit_ddm_incremental_for_each_pair lists them)",
+                                which, code, m->pairs()));
+    }
+    return SIMKIT_DDM_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -431,6 +646,63 @@ simkit_ddm_status simkit_ddm_set_chunk_pairs(simkit_ddm_matcher* matcher, size_t
   });
 }
 
+void simkit_ddm_incremental_destroy(simkit_ddm_incremental* matcher) { delete matcher; }
+
+const char* simkit_ddm_incremental_last_error(const simkit_ddm_incremental* matcher) {
+  if (matcher == nullptr) return "the incremental matcher is NULL";
+  if (matcher->error_lost) return "(the error message could not be stored: out of memory)";
+  return matcher->error.c_str();
+}
+
+simkit_ddm_status simkit_ddm_incremental_pairs(simkit_ddm_incremental* matcher, uint64_t* count) {
+  return guarded(matcher, [&] {
+    if (count == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, "count is NULL");
+    *count = std::visit([](const auto& m) { return m.pairs(); }, matcher->matcher);
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_incremental_for_each_pair(simkit_ddm_incremental* matcher,
+                                                       simkit_ddm_pair_callback callback, void* user) {
+  return guarded(matcher, [&] {
+    if (callback == nullptr) throw Failure(SIMKIT_DDM_BAD_INPUT, "callback is NULL");
+    BusyScope busy(matcher);
+    const std::size_t step = matcher->sub_ids.size();
+    std::size_t n = 0;
+    int code = 0;
+    // for_each_pair cannot be left early: after a stop the remaining pairs are skipped.
+    std::visit(
+        [&](const auto& m) {
+          m.for_each_pair([&](std::uint64_t sid, std::uint64_t uid) {
+            if (code != 0) return;
+            matcher->sub_ids[n] = sid;
+            matcher->upd_ids[n] = uid;
+            if (++n == step) {
+              code = callback(matcher->sub_ids.data(), matcher->upd_ids.data(), n, user);
+              n = 0;
+            }
+          });
+        },
+        matcher->matcher);
+    if (code == 0 && n > 0) code = callback(matcher->sub_ids.data(), matcher->upd_ids.data(), n, user);
+    if (code != 0) {
+      throw Failure(SIMKIT_DDM_CANCELLED, fmt::format("pair listing cancelled: the callback returned {}", code));
+    }
+    return SIMKIT_DDM_OK;
+  });
+}
+
+simkit_ddm_status simkit_ddm_incremental_last_report(const simkit_ddm_incremental* matcher,
+                                                     simkit_ddm_apply_report* report) {
+  if (report == nullptr) return SIMKIT_DDM_BAD_INPUT;
+  if (matcher == nullptr || !matcher->has_report) {
+    *report = simkit_ddm_apply_report{};
+    return SIMKIT_DDM_BAD_INPUT;
+  }
+  *report = matcher->report;
+  return SIMKIT_DDM_OK;
+}
+
 #define SIMKIT_DDM_DEFINE(SUFFIX, T)                                                                                   \
   simkit_ddm_status simkit_ddm_match_pairs_##SUFFIX(simkit_ddm_matcher* matcher, int dims, size_t ns,                  \
                                                     const uint64_t* s_ids, const T* s_lower, const T* s_upper,         \
@@ -447,6 +719,17 @@ simkit_ddm_status simkit_ddm_set_chunk_pairs(simkit_ddm_matcher* matcher, size_t
       simkit_ddm_matcher* matcher, int dims, size_t ns, const uint64_t* s_ids, const T* s_lower, const T* s_upper,     \
       size_t nu, const uint64_t* u_ids, const T* u_lower, const T* u_upper, uint64_t* per_s, uint64_t* per_u) {        \
     return count_per_region<T>(matcher, dims, ns, s_ids, s_lower, s_upper, nu, u_ids, u_lower, u_upper, per_s, per_u); \
+  }                                                                                                                    \
+  simkit_ddm_status simkit_ddm_incremental_create_##SUFFIX(                                                            \
+      simkit_ddm_matcher* options, int dims, size_t ns, const uint64_t* s_ids, const T* s_lower, const T* s_upper,     \
+      size_t nu, const uint64_t* u_ids, const T* u_lower, const T* u_upper, simkit_ddm_incremental** out) {            \
+    return incremental_create<T>(options, dims, ns, s_ids, s_lower, s_upper, nu, u_ids, u_lower, u_upper, out);        \
+  }                                                                                                                    \
+  simkit_ddm_status simkit_ddm_incremental_apply_##SUFFIX(                                                             \
+      simkit_ddm_incremental* matcher, int dims, size_t changes, const simkit_ddm_change_kind* kinds,                  \
+      const simkit_ddm_role* roles, const uint64_t* ids, const T* lower, const T* upper,                               \
+      simkit_ddm_pair_callback gained, simkit_ddm_pair_callback lost, void* user) {                                    \
+    return incremental_apply<T>(matcher, dims, changes, kinds, roles, ids, lower, upper, gained, lost, user);          \
   }
 SIMKIT_DDM_DEFINE(u32, uint32_t)
 SIMKIT_DDM_DEFINE(u64, uint64_t)

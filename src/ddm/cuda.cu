@@ -22,10 +22,11 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
-#include "simkit/core/error.hpp"
 #include "ddm/candidates.hpp"
 #include "ddm/kernels.hpp"
 #include "ddm/plan.hpp"
+#include "simkit/core/backend.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::ddm::detail {
 
@@ -50,8 +51,16 @@ class PairStager {
   PairStager(const PairStager&) = delete;
   PairStager& operator=(const PairStager&) = delete;
 
-  void deliver(const Index* d_s, const Index* d_u, std::size_t n, const MatchSink* sink) {
-    if (sink == nullptr || !*sink || n == 0) return;
+  // A concurrent sink gets each piece in `threads` slices, each widened and delivered by its own
+  // host thread (worker = the thread's index); a device sink the window itself, in device memory.
+  void deliver(const Index* d_s, const Index* d_u, std::size_t n, const PairSinks& sinks, int threads) {
+    if (n == 0) return;
+    if (sinks.device != nullptr) {
+      if (*sinks.device) (*sinks.device)(d_s, d_u, n, nullptr);
+      return;
+    }
+    const MatchSink* sink = sinks.serial;
+    if (sinks.concurrent == nullptr && (sink == nullptr || !*sink)) return;
     // Pinned memory is slow to allocate: only as much as this window needs (small results, e.g.
     // the incremental matcher's, stay cheap), grown when a later window needs more.
     const std::size_t want = std::min(step_, n);
@@ -79,8 +88,12 @@ class PairStager {
         const std::size_t first = (p - 1) * cap_, m = std::min(cap_, n - first);
         copied_[(p - 1) % 2]->synchronize();
         const Index* stage = stage_[(p - 1) % 2].data();
-        widen_pairs(stage, stage + cap_, m, buffer_.data());
-        (*sink)(buffer_.data(), m);
+        if (sinks.concurrent != nullptr) {
+          widen_pairs_concurrently(stage, stage + cap_, m, buffer_.data(), *sinks.concurrent, threads);
+        } else {
+          widen_pairs(stage, stage + cap_, m, buffer_.data());
+          (*sink)(buffer_.data(), m);
+        }
       }
     }
   }
@@ -315,9 +328,9 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
 }  // namespace
 
 template <class T>
-std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode, std::size_t chunk,
-                  const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u,
-                  MatchReport& report) {
+std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, int host_threads, Output mode,
+                  std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
+                  std::vector<std::uint64_t>* per_u, MatchReport& report) {
   if (s.size >= std::numeric_limits<Index>::max() || u.size >= std::numeric_limits<Index>::max()) {
     throw UserError("algorithm", " gpu: each set must hold fewer than 2^32 - 1 regions");
   }
@@ -332,8 +345,9 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
                                                         3.0 * sizeof(Index) + 4.0 + 16.0);
     if (need > 0.9 * static_cast<double>(free)) {
       throw DeviceMemoryError("algorithm", " gpu: " + std::to_string(ns + nu) + " regions need about " +
-                              std::to_string(static_cast<long long>(need / 1048576.0)) + " MiB of device memory and " +
-                              std::to_string(free >> 20) + " MiB are free; use the cpu backend");
+                                               std::to_string(static_cast<long long>(need / 1048576.0)) +
+                                               " MiB of device memory and " + std::to_string(free >> 20) +
+                                               " MiB are free; use the cpu backend");
     }
   }
   Clock::time_point t = Clock::now();
@@ -406,7 +420,8 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     SIMKIT_CUDA_CHECK_LAUNCH();
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     const Clock::time_point o = Clock::now();
-    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sink);
+    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sinks,
+                   effective_threads(host_threads));
     output += since(o);
   }
   report.seconds = since(t) - output;
@@ -471,8 +486,8 @@ __global__ void bitmatrix_pairs(const unsigned* bits, std::size_t ns, std::size_
 // device memory, a historical baseline for sets up to about 50,000 regions (larger ones are
 // refused when the matrix does not fit).
 template <class T>
-std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode,
-                        std::size_t chunk, const MatchSink* sink, std::vector<std::uint64_t>* per_s,
+std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, int host_threads,
+                        Output mode, std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
                         std::vector<std::uint64_t>* per_u, MatchReport& report) {
   const cuda::DeviceGuard guard(device);
   if (s.size == 0 || u.size == 0) return 0;
@@ -482,8 +497,9 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   const double matrix = static_cast<double>(ns) * static_cast<double>(words) * 4.0;
   if (matrix > 0.6 * static_cast<double>(free) || ns >= std::numeric_limits<Index>::max()) {
     throw UserError("algorithm", " bitmatrix: the " + std::to_string(ns) + " x " + std::to_string(nu) +
-                    " bit matrix needs " + std::to_string(static_cast<long long>(matrix / 1048576.0)) + " MiB and " +
-                    std::to_string(free >> 20) + " MiB are free; use `algorithm` gpu (O(N + K) memory)");
+                                     " bit matrix needs " + std::to_string(static_cast<long long>(matrix / 1048576.0)) +
+                                     " MiB and " + std::to_string(free >> 20) +
+                                     " MiB are free; use `algorithm` gpu (O(N + K) memory)");
   }
   Clock::time_point t = Clock::now();
   cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
@@ -544,7 +560,8 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
     SIMKIT_CUDA_CHECK_LAUNCH();
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     const Clock::time_point o = Clock::now();
-    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sink);
+    stager.deliver(out_s.data(), out_u.data(), static_cast<std::size_t>(std::min(capacity, total - window)), sinks,
+                   effective_threads(host_threads));
     output += since(o);
   }
   report.seconds = since(t) - output;
@@ -552,12 +569,12 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   return total;
 }
 
-#define SIMKIT_DDM_CUDA(T)                                                                                        \
-  template std::uint64_t gpu<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t,       \
-                                const MatchSink*, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*,       \
-                                MatchReport&);                                                                    \
-  template std::uint64_t bitmatrix<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, \
-                                      const MatchSink*, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*, \
+#define SIMKIT_DDM_CUDA(T)                                                                                             \
+  template std::uint64_t gpu<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, int, Output, std::size_t,       \
+                                const PairSinks&, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*,            \
+                                MatchReport&);                                                                         \
+  template std::uint64_t bitmatrix<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, int, Output, std::size_t, \
+                                      const PairSinks&, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*,      \
                                       MatchReport&);
 SIMKIT_DDM_CUDA(std::uint32_t)
 SIMKIT_DDM_CUDA(std::uint64_t)

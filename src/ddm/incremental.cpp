@@ -1,8 +1,8 @@
 // Incremental matching (incremental.hpp): a batch is checked and reduced to net changes, put into
-// the regions (undoable), the changed regions are matched again with match_pairs (changed
-// subscriptions against all updates, changed updates against all subscriptions), and each changed
-// region's new list is compared with its old one. A pair whose subscription changed is compared
-// on the subscription's side only, so pairs of two changed regions count once.
+// the regions (undoable), the changed regions are matched again (through the resident grids, or
+// with match_pairs against the other side), and each changed region's new list is compared with
+// its old one. A pair whose subscription changed is compared on the subscription's side only, so
+// pairs of two changed regions count once.
 #include "simkit/ddm/incremental.hpp"
 
 #include <fmt/format.h>
@@ -16,9 +16,11 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/parallel.hpp"
+#include "ddm/resident_device.hpp"
+#include "ddm/resident_grid.hpp"
 #include "simkit/core/backend.hpp"
 #include "simkit/core/error.hpp"
-#include "core/parallel.hpp"
 
 namespace simkit::ddm {
 
@@ -66,39 +68,29 @@ void check_bounds(std::size_t k, const Change<T>& c, int dims) {
   }
 }
 
-// Walks two sorted lists; calls lost(x) for x only in `old_list`, gained(x) for x only in
-// `new_list`, leaving out elements for which skip(x) holds.
 // Compares one region's old and new lists (the other side's slots, each at most once, any order):
 // lost(x) for x only in `old_list`, gained(x) for x only in `new_list`, leaving out x where
-// skip(x). `stamp` (one entry per slot of the other side, values below `epoch`) marks the lists;
-// two epochs per call, no sorting.
-class ListDiff {
- public:
-  explicit ListDiff(std::size_t slots) : stamp_(slots, 0) {}
-  template <class Skip, class Gained, class Lost>
-  void operator()(const std::vector<std::uint32_t>& old_list, const std::vector<std::uint32_t>& new_list, Skip skip,
-                  Gained gained, Lost lost) {
-    if (epoch_ > std::numeric_limits<std::uint32_t>::max() - 2) {
-      std::fill(stamp_.begin(), stamp_.end(), 0);
-      epoch_ = 0;
+// skip(x). Sorts `new_list` in place and a copy of `old_list` in `scratch`: the lists are a
+// region's partners (tens to hundreds), so this costs nothing like a pass over the slots.
+template <class Skip, class Gained, class Lost>
+void diff_lists(const std::vector<std::uint32_t>& old_list, std::vector<std::uint32_t>& new_list,
+                std::vector<std::uint32_t>& scratch, Skip skip, Gained gained, Lost lost) {
+  scratch.assign(old_list.begin(), old_list.end());
+  std::sort(scratch.begin(), scratch.end());
+  std::sort(new_list.begin(), new_list.end());
+  std::size_t i = 0, j = 0;
+  while (i < scratch.size() || j < new_list.size()) {
+    if (j == new_list.size() || (i < scratch.size() && scratch[i] < new_list[j])) {
+      if (!skip(scratch[i])) lost(scratch[i]);
+      ++i;
+    } else if (i == scratch.size() || new_list[j] < scratch[i]) {
+      if (!skip(new_list[j])) gained(new_list[j]);
+      ++j;
+    } else {
+      ++i, ++j;
     }
-    const std::uint32_t only_new = ++epoch_, both = ++epoch_;
-    for (const std::uint32_t x : new_list) stamp_[x] = only_new;
-    for (const std::uint32_t x : old_list) {
-      if (stamp_[x] == only_new) {
-        stamp_[x] = both;
-      } else if (!skip(x)) {
-        lost(x);
-      }
-    }
-    for (const std::uint32_t x : new_list)
-      if (stamp_[x] == only_new && !skip(x)) gained(x);
   }
-
- private:
-  std::vector<std::uint32_t> stamp_;
-  std::uint32_t epoch_ = 0;
-};
+}
 
 // A grid axis: cell(x) is a monotone (non-decreasing) map of the bounds to 0 .. cells - 1.
 struct Axis {
@@ -237,15 +229,6 @@ using SlotPair = std::pair<std::uint32_t, std::uint32_t>;  // (s slot, u slot)
 
 constexpr std::size_t kParallelFrom = 512;  // changed regions from which the bookkeeping is parallel
 
-std::vector<SlotPair> concat(const std::vector<std::vector<SlotPair>>& parts) {
-  std::size_t total = 0;
-  for (const auto& p : parts) total += p.size();
-  std::vector<SlotPair> out;
-  out.reserve(total);
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
-
 void erase_one(std::vector<std::uint32_t>& list, std::uint32_t value) {
   const auto it = std::find(list.begin(), list.end(), value);
   if (it == list.end()) throw InternalError("ddm incremental: adjacency lists out of step");
@@ -254,6 +237,16 @@ void erase_one(std::vector<std::uint32_t>& list, std::uint32_t value) {
 }
 
 }  // namespace
+
+template <class T>
+struct IncrementalMatcher<T>::Resident {
+  // cpu: the grids on the host. cuda: the same geometry on the device, rebuilt from the regions
+  // when missing (after a failed batch) or short of slots.
+  ResidentGrid<T> s, u;
+  bool on_device = false;
+  GridGeometry geometry_s, geometry_u;
+  std::unique_ptr<detail::DeviceResident<T>> device;
+};
 
 template <class T>
 struct IncrementalMatcher<T>::Staged {
@@ -292,32 +285,104 @@ IncrementalMatcher<T>::IncrementalMatcher(RegionSet<T> subscriptions, RegionSet<
     side->regions = std::move(*set);
   }
   // Initially slots are positions. Matched even when a set is empty, so that bad options fail here.
-  pairs_ = match_pairs(view(s_.regions), view(u_.regions), options_, [&](const Match* m, std::size_t count) {
-             for (std::size_t k = 0; k < count; ++k) {
-               s_.adj[m[k].s].push_back(static_cast<std::uint32_t>(m[k].u));
-               u_.adj[m[k].u].push_back(static_cast<std::uint32_t>(m[k].s));
-             }
-           }).pairs;
+  // The resident backends keep no pair lists: a count is all they need (and says which backend
+  // the options resolve to, as every match call resolves them). The reference backend's lists
+  // come from a second, full match.
+  const MatchReport counted = count_pairs(view(s_.regions), view(u_.regions), options_);
+  pairs_ = counted.pairs;
+  if (counted.backend == Backend::Reference) {
+    match_pairs(view(s_.regions), view(u_.regions), options_, [&](const Match* m, std::size_t count) {
+      for (std::size_t k = 0; k < count; ++k) {
+        s_.adj[m[k].s].push_back(static_cast<std::uint32_t>(m[k].u));
+        u_.adj[m[k].u].push_back(static_cast<std::uint32_t>(m[k].s));
+      }
+    });
+  } else {
+    resident_ = std::make_unique<Resident>();
+    if (counted.backend == Backend::Cuda) {
+      resident_->on_device = true;
+      resident_->geometry_s = grid_geometry(s_.regions);
+      resident_->geometry_u = grid_geometry(u_.regions);
+      build_device();
+      return;
+    }
+    resident_->s = ResidentGrid<T>(s_.regions);
+    resident_->u = ResidentGrid<T>(u_.regions);
+    const auto dims = static_cast<std::size_t>(s_.regions.dims);
+    std::vector<T> lower(dims), upper(dims);
+    for (auto [grid, side] : {std::pair{&resident_->s, &s_}, std::pair{&resident_->u, &u_}}) {
+      const RegionSet<T>& r = side->regions;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        for (std::size_t d = 0; d < dims; ++d)
+          lower[d] = r.lo(i, static_cast<int>(d)), upper[d] = r.hi(i, static_cast<int>(d));
+        grid->insert(static_cast<std::uint32_t>(i), lower.data(), upper.data());
+      }
+    }
+  }
 }
+
+template <class T>
+void IncrementalMatcher<T>::build_device() {
+  resident_->device.reset();
+  const auto dims = static_cast<std::size_t>(s_.regions.dims);
+  std::vector<std::uint8_t> present[2];
+  std::vector<T> boxes[2];
+  for (int w = 0; w < 2; ++w) {
+    const SideState& side = w == 0 ? s_ : u_;
+    const RegionSet<T>& r = side.regions;
+    present[w].assign(side.adj.size(), 0);
+    boxes[w].assign(side.adj.size() * 2 * dims, T{});
+    for (std::size_t p = 0; p < r.size(); ++p) {
+      const std::uint32_t slot = side.slot_of_pos[p];
+      present[w][slot] = 1;
+      for (std::size_t d = 0; d < dims; ++d) {
+        boxes[w][slot * 2 * dims + d] = r.lo(p, static_cast<int>(d));
+        boxes[w][slot * 2 * dims + dims + d] = r.hi(p, static_cast<int>(d));
+      }
+    }
+  }
+  resident_->device = std::make_unique<detail::DeviceResident<T>>(
+      options_.device, resident_->geometry_s, resident_->geometry_u, present[0], boxes[0], present[1], boxes[1]);
+}
+
+template <class T>
+IncrementalMatcher<T>::~IncrementalMatcher() = default;
+template <class T>
+IncrementalMatcher<T>::IncrementalMatcher(IncrementalMatcher&&) noexcept = default;
+template <class T>
+IncrementalMatcher<T>& IncrementalMatcher<T>::operator=(IncrementalMatcher&&) noexcept = default;
 
 template <class T>
 void IncrementalMatcher<T>::net_changes(const std::vector<Change<T>>& batch, std::vector<Touched>& ts,
                                         std::vector<Touched>& tu) const {
   const int dims = s_.regions.dims;
   std::unordered_map<std::uint64_t, std::size_t> index_s, index_u;  // id -> index in ts / tu
+  index_s.reserve(batch.size());
+  index_u.reserve(batch.size());
+  ts.reserve(batch.size());
+  tu.reserve(batch.size());
+  // The regions' slots looked up first, on every thread for large batches: the lookups are cache
+  // misses into a map of the whole set, and the ordered pass below is serial.
+  const int team = batch.size() >= 4096 ? effective_threads(options_.threads) : 1;
+  std::vector<std::uint32_t> slot_of_change(batch.size(), kFree);
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(batch.size()); ++kk) {
+    const Change<T>& c = batch[static_cast<std::size_t>(kk)];
+    const auto& map = (c.role == Role::Subscription ? s_ : u_).slot_of_id;
+    const auto found = map.find(c.id);
+    if (found != map.end()) slot_of_change[static_cast<std::size_t>(kk)] = found->second;
+  }
   for (std::size_t k = 0; k < batch.size(); ++k) {
     const Change<T>& c = batch[k];
     const bool sub = c.role == Role::Subscription;
     if (!sub && c.role != Role::Update) throw change_error(k, c, "side is neither subscription nor update");
-    const SideState& side = sub ? s_ : u_;
     std::vector<Touched>& list = sub ? ts : tu;
     const auto [it, inserted] = (sub ? index_s : index_u).try_emplace(c.id, list.size());
     if (inserted) {
       Touched t;
       t.id = c.id;
-      const auto found = side.slot_of_id.find(c.id);
-      t.was_present = t.present = found != side.slot_of_id.end();
-      if (t.was_present) t.slot = found->second;
+      t.was_present = t.present = slot_of_change[k] != kFree;
+      t.slot = slot_of_change[k];
       list.push_back(t);
     }
     Touched& t = list[it->second];
@@ -343,17 +408,25 @@ void IncrementalMatcher<T>::net_changes(const std::vector<Change<T>>& batch, std
   }
   // Leave out regions added and removed again, and regions that end with their old bounds.
   for (auto [side, list] : {std::pair{&s_, &ts}, std::pair{&u_, &tu}}) {
-    std::erase_if(*list, [&, side = side](const Touched& t) {
-      if (!t.was_present) return !t.present;
-      if (!t.present) return false;
-      const Change<T>& c = batch[t.change];
-      const std::size_t pos = side->pos_of_slot[t.slot];
-      for (int d = 0; d < dims; ++d) {
-        const auto dd = static_cast<std::size_t>(d);
-        if (!(c.lower[dd] == side->regions.lo(pos, d) && c.upper[dd] == side->regions.hi(pos, d))) return false;
+    std::vector<char> unchanged(list->size(), 0);
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(list->size()); ++kk) {
+      const Touched& t = (*list)[static_cast<std::size_t>(kk)];
+      bool same = !t.was_present ? !t.present : t.present;
+      if (t.was_present && t.present) {
+        const Change<T>& c = batch[t.change];
+        const std::size_t pos = side->pos_of_slot[t.slot];
+        for (int d = 0; d < dims && same; ++d) {
+          const auto dd = static_cast<std::size_t>(d);
+          same = c.lower[dd] == side->regions.lo(pos, d) && c.upper[dd] == side->regions.hi(pos, d);
+        }
       }
-      return true;
-    });
+      unchanged[static_cast<std::size_t>(kk)] = same ? 1 : 0;
+    }
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < list->size(); ++k)
+      if (!unchanged[k]) (*list)[kept++] = (*list)[k];
+    list->resize(kept);
   }
   const std::size_t total = s_.regions.size() + ts.size(), total_u = u_.regions.size() + tu.size();
   if (std::max(total, total_u) >= kFree)
@@ -362,7 +435,7 @@ void IncrementalMatcher<T>::net_changes(const std::vector<Change<T>>& batch, std
 
 template <class T>
 void IncrementalMatcher<T>::stage(SideState& side, std::vector<Touched>& touched, const std::vector<Change<T>>& batch,
-                                  Staged& staged) {
+                                  Staged& staged, int threads) {
   std::size_t removed = 0, added = 0;
   for (Touched& t : touched) {
     if (t.was_present) {
@@ -386,20 +459,24 @@ void IncrementalMatcher<T>::stage(SideState& side, std::vector<Touched>& touched
   const int dims = r.dims;
   const std::size_t n = r.size();
   if (removed == 0 && added == 0) {
-    // Moves only: bounds rewritten in place.
-    staged.moved_pos.reserve(touched.size());
-    staged.moved_lower.reserve(touched.size() * static_cast<std::size_t>(dims));
-    staged.moved_upper.reserve(touched.size() * static_cast<std::size_t>(dims));
-    for (const Touched& t : touched) {
+    // Moves only: bounds rewritten in place (distinct positions: on every thread for large batches).
+    const auto m = touched.size(), dd = static_cast<std::size_t>(dims);
+    staged.moved_pos.resize(m);
+    staged.moved_lower.resize(m * dd);
+    staged.moved_upper.resize(m * dd);
+#pragma omp parallel for num_threads(m >= 4096 ? effective_threads(threads) : 1) schedule(static)
+    for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(m); ++kk) {
+      const auto k = static_cast<std::size_t>(kk);
+      const Touched& t = touched[k];
       const std::size_t pos = side.pos_of_slot[t.slot];
       const Change<T>& c = batch[t.change];
-      staged.moved_pos.push_back(pos);
-      for (int d = 0; d < dims; ++d) {
-        const std::size_t at = static_cast<std::size_t>(d) * n + pos, dd = static_cast<std::size_t>(d);
-        staged.moved_lower.push_back(r.lower[at]);
-        staged.moved_upper.push_back(r.upper[at]);
-        r.lower[at] = c.lower[dd];
-        r.upper[at] = c.upper[dd];
+      staged.moved_pos[k] = pos;
+      for (std::size_t d = 0; d < dd; ++d) {
+        const std::size_t at = d * n + pos;
+        staged.moved_lower[k * dd + d] = r.lower[at];
+        staged.moved_upper[k * dd + d] = r.upper[at];
+        r.lower[at] = c.lower[d];
+        r.upper[at] = c.upper[d];
       }
     }
     return;
@@ -478,6 +555,97 @@ void IncrementalMatcher<T>::undo(SideState& side, Staged& staged) {
 }
 
 template <class T>
+void IncrementalMatcher<T>::rematch_with_match_pairs(const std::vector<Change<T>>& batch,
+                                                     const std::vector<Touched>& ts, const std::vector<Touched>& tu,
+                                                     std::vector<std::vector<std::uint32_t>>& new_s,
+                                                     std::vector<std::vector<std::uint32_t>>& new_u) {
+  for (const bool sub : {true, false}) {
+    const std::vector<Touched>& touched = sub ? ts : tu;
+    const int dims = s_.regions.dims;
+    RegionSet<T> changed;
+    changed.dims = dims;
+    std::vector<std::size_t> which;  // index in `touched` of each changed region
+    for (std::size_t k = 0; k < touched.size(); ++k)
+      if (touched[k].present) which.push_back(k), changed.ids.push_back(touched[k].id);
+    const std::size_t n = which.size();
+    changed.lower.resize(n * static_cast<std::size_t>(dims));
+    changed.upper.resize(n * static_cast<std::size_t>(dims));
+    for (std::size_t i = 0; i < n; ++i) {
+      const Change<T>& c = batch[touched[which[i]].change];
+      for (int d = 0; d < dims; ++d) {
+        changed.lower[static_cast<std::size_t>(d) * n + i] = c.lower[static_cast<std::size_t>(d)];
+        changed.upper[static_cast<std::size_t>(d) * n + i] = c.upper[static_cast<std::size_t>(d)];
+      }
+    }
+    std::vector<std::vector<std::uint32_t>>& lists = sub ? new_s : new_u;
+    const SideState& other = sub ? u_ : s_;
+    if (n == 0 || other.regions.size() == 0) continue;
+    // The other side: only the candidates when the prefilter leaves out enough, else all.
+    const auto t0 = Clock::now();
+    std::vector<std::uint32_t> keep;
+    const bool filtered = prefilter(changed, other.regions, effective_threads(options_.threads), keep);
+    const RegionSet<T> candidates = filtered ? subset(other.regions, keep) : RegionSet<T>{};
+    const RegionSet<T>& against = filtered ? candidates : other.regions;
+    (sub ? report_.candidates_u : report_.candidates_s) = against.size();
+    const auto slot_of = [&](std::uint64_t pos) { return other.slot_of_pos[filtered ? keep[pos] : pos]; };
+    report_.filter_seconds += since(t0);
+    const auto t1 = Clock::now();
+    if (against.size() > 0) {
+      if (sub) {
+        match_pairs(view(changed), view(against), options_, [&](const Match* m, std::size_t count) {
+          for (std::size_t k = 0; k < count; ++k) lists[which[m[k].s]].push_back(slot_of(m[k].u));
+        });
+      } else {
+        match_pairs(view(against), view(changed), options_, [&](const Match* m, std::size_t count) {
+          for (std::size_t k = 0; k < count; ++k) lists[which[m[k].u]].push_back(slot_of(m[k].s));
+        });
+      }
+    }
+    report_.match_seconds += since(t1);
+  }
+}
+
+template <class T>
+void IncrementalMatcher<T>::rematch_resident(const std::vector<Change<T>>& batch, const std::vector<Touched>& ts,
+                                             const std::vector<Touched>& tu, bool before,
+                                             std::vector<std::vector<std::uint32_t>>& lists_s,
+                                             std::vector<std::vector<std::uint32_t>>& lists_u) {
+  const auto t0 = Clock::now();
+  const int team = ts.size() + tu.size() >= 64 ? effective_threads(options_.threads) : 1;
+  std::size_t tested_u = 0, tested_s = 0;
+  ErrorSlot error;
+  // Before the batch, the regions that were present, at their old bounds (still in their grid);
+  // after it, the present ones at their new bounds.
+  const auto bounds = [&](const Touched& t, const ResidentGrid<T>& own) -> std::pair<const T*, const T*> {
+    if (before) return {own.box(t.slot), own.box(t.slot) + own.dims()};
+    return {batch[t.change].lower.data(), batch[t.change].upper.data()};
+  };
+#pragma omp parallel num_threads(team) reduction(+ : tested_u, tested_s)
+  error.guard([&] {
+#pragma omp for schedule(dynamic, 16) nowait
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(ts.size()); ++k) {
+      const Touched& t = ts[static_cast<std::size_t>(k)];
+      if (!(before ? t.was_present : t.present)) continue;
+      const auto [lower, upper] = bounds(t, resident_->s);
+      auto& list = lists_s[static_cast<std::size_t>(k)];
+      tested_u += resident_->u.query(options_.rule, lower, upper, [&](std::uint32_t b) { list.push_back(b); });
+    }
+#pragma omp for schedule(dynamic, 16) nowait
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(tu.size()); ++k) {
+      const Touched& t = tu[static_cast<std::size_t>(k)];
+      if (!(before ? t.was_present : t.present)) continue;
+      const auto [lower, upper] = bounds(t, resident_->u);
+      auto& list = lists_u[static_cast<std::size_t>(k)];
+      tested_s += resident_->s.query(options_.rule, lower, upper, [&](std::uint32_t a) { list.push_back(a); });
+    }
+  });
+  error.rethrow();
+  report_.candidates_u += tested_u;
+  report_.candidates_s += tested_s;
+  report_.match_seconds += since(t0);
+}
+
+template <class T>
 Delta IncrementalMatcher<T>::apply(const std::vector<Change<T>>& batch) {
   const auto start = Clock::now();
   report_ = {};
@@ -489,142 +657,206 @@ Delta IncrementalMatcher<T>::apply(const std::vector<Change<T>>& batch) {
     return delta;
   }
 
-  // The regions, then the changed ones matched again; any failure undoes the regions.
+  // The regions (and the resident grids), then the changed ones matched again; any failure undoes
+  // the regions and the grids.
   Staged staged_s, staged_u;
   staged_s.old_slots = s_.adj.size();
   staged_s.old_free = s_.free_slots;
   staged_u.old_slots = u_.adj.size();
   staged_u.old_free = u_.free_slots;
-  std::vector<std::vector<std::uint32_t>> new_s, new_u;  // per touched region: the other side's slots
+  // Per touched region, the other side's slots it intersects after the batch and (resident path)
+  // before it.
+  std::vector<std::vector<std::uint32_t>> new_s(ts.size()), new_u(tu.size()), old_s, old_u;
+  for (const auto* touched : {&ts, &tu})
+    for (const Touched& t : *touched) {
+      if (t.present) ++(touched == &ts ? report_.subscriptions : report_.updates);
+      report_.removed += t.present ? 0 : 1;
+    }
+  // What the grids held for the touched regions before the batch (for the undo).
+  const auto dims = static_cast<std::size_t>(s_.regions.dims);
+  std::vector<T> old_boxes_s, old_boxes_u;
+  std::size_t grid_done_s = 0, grid_done_u = 0;  // touched regions of each side already re-gridded
+  const auto regrid = [&](ResidentGrid<T>& grid, const std::vector<Touched>& touched, std::vector<T>& old_boxes,
+                          std::size_t& done) {
+    old_boxes.resize(touched.size() * 2 * dims);
+    for (std::size_t k = 0; k < touched.size(); ++k) {
+      const Touched& t = touched[k];
+      if (t.was_present) std::copy(grid.box(t.slot), grid.box(t.slot) + 2 * dims, &old_boxes[k * 2 * dims]);
+    }
+    for (; done < touched.size(); ++done) {
+      const Touched& t = touched[done];
+      if (t.was_present) grid.erase(t.slot);
+      if (t.present) grid.insert(t.slot, batch[t.change].lower.data(), batch[t.change].upper.data());
+    }
+  };
+  const auto ungrid = [&](ResidentGrid<T>& grid, const std::vector<Touched>& touched, const std::vector<T>& old_boxes,
+                          std::size_t done) {
+    for (std::size_t k = 0; k < done; ++k) {
+      const Touched& t = touched[k];
+      if (t.present && grid.contains(t.slot)) grid.erase(t.slot);
+      if (t.was_present) grid.insert(t.slot, &old_boxes[k * 2 * dims], &old_boxes[k * 2 * dims + dims]);
+    }
+  };
+  const bool on_device = resident_ && resident_->on_device;
+  if (on_device && (!resident_->device || s_.adj.size() + ts.size() > resident_->device->capacity_s() ||
+                    u_.adj.size() + tu.size() > resident_->device->capacity_u())) {
+    build_device();  // missing after a failed batch, or short of slots for this one
+  }
+  std::vector<std::uint64_t> device_gained, device_lost;  // pair keys (resident_device.hpp)
   try {
-    stage(s_, ts, batch, staged_s);
-    stage(u_, tu, batch, staged_u);
-    for (const bool sub : {true, false}) {
-      const std::vector<Touched>& touched = sub ? ts : tu;
-      const int dims = s_.regions.dims;
-      RegionSet<T> changed;
-      changed.dims = dims;
-      std::vector<std::size_t> which;  // index in `touched` of each changed region
-      for (std::size_t k = 0; k < touched.size(); ++k)
-        if (touched[k].present) which.push_back(k), changed.ids.push_back(touched[k].id);
-      const std::size_t n = which.size();
-      changed.lower.resize(n * static_cast<std::size_t>(dims));
-      changed.upper.resize(n * static_cast<std::size_t>(dims));
-      for (std::size_t i = 0; i < n; ++i) {
-        const Change<T>& c = batch[touched[which[i]].change];
-        for (int d = 0; d < dims; ++d) {
-          changed.lower[static_cast<std::size_t>(d) * n + i] = c.lower[static_cast<std::size_t>(d)];
-          changed.upper[static_cast<std::size_t>(d) * n + i] = c.upper[static_cast<std::size_t>(d)];
+    stage(s_, ts, batch, staged_s, options_.threads);
+    stage(u_, tu, batch, staged_u, options_.threads);
+    report_.prepare_seconds = since(start);
+    if (on_device) {
+      detail::DeviceBatchSide<T> side[2];
+      for (int w = 0; w < 2; ++w) {
+        const std::vector<Touched>& touched = w == 0 ? ts : tu;
+        detail::DeviceBatchSide<T>& b = side[w];
+        b.box.assign(touched.size() * 2 * dims, T{});
+        for (std::size_t k = 0; k < touched.size(); ++k) {
+          const Touched& t = touched[k];
+          b.slot.push_back(t.slot);
+          b.was_present.push_back(t.was_present ? 1 : 0);
+          b.present.push_back(t.present ? 1 : 0);
+          if (!t.present) continue;
+          std::copy(batch[t.change].lower.begin(), batch[t.change].lower.end(), b.box.begin() + k * 2 * dims);
+          std::copy(batch[t.change].upper.begin(), batch[t.change].upper.end(), b.box.begin() + k * 2 * dims + dims);
         }
       }
-      std::vector<std::vector<std::uint32_t>>& lists = sub ? new_s : new_u;
-      lists.resize(touched.size());
-      (sub ? report_.subscriptions : report_.updates) = n;
-      const SideState& other = sub ? u_ : s_;
-      if (n == 0 || other.regions.size() == 0) continue;
-      // The other side: only the candidates when the prefilter leaves out enough, else all.
-      const auto t0 = Clock::now();
-      std::vector<std::uint32_t> keep;
-      const bool filtered = prefilter(changed, other.regions, effective_threads(options_.threads), keep);
-      const RegionSet<T> candidates = filtered ? subset(other.regions, keep) : RegionSet<T>{};
-      const RegionSet<T>& against = filtered ? candidates : other.regions;
-      (sub ? report_.candidates_u : report_.candidates_s) = against.size();
-      const auto slot_of = [&](std::uint64_t pos) { return other.slot_of_pos[filtered ? keep[pos] : pos]; };
-      report_.filter_seconds += since(t0);
-      const auto t1 = Clock::now();
-      if (against.size() > 0) {
-        if (sub) {
-          match_pairs(view(changed), view(against), options_, [&](const Match* m, std::size_t count) {
-            for (std::size_t k = 0; k < count; ++k) lists[which[m[k].s]].push_back(slot_of(m[k].u));
-          });
-        } else {
-          match_pairs(view(against), view(changed), options_, [&](const Match* m, std::size_t count) {
-            for (std::size_t k = 0; k < count; ++k) lists[which[m[k].u]].push_back(slot_of(m[k].s));
-          });
-        }
-      }
-      report_.match_seconds += since(t1);
+      detail::DeviceApplyReport device_report;
+      resident_->device->apply(options_.rule, side[0], side[1], device_gained, device_lost, device_report);
+      report_.candidates_u = device_report.tested_u;
+      report_.candidates_s = device_report.tested_s;
+      report_.match_seconds = device_report.seconds;
+    } else if (resident_) {
+      // The pair set is implicit in the regions: a changed region's old pairs are found by
+      // matching its old bounds against the grids as they were, its new pairs by matching its new
+      // bounds after, so no pair lists are kept.
+      old_s.resize(ts.size());
+      old_u.resize(tu.size());
+      rematch_resident(batch, ts, tu, true, old_s, old_u);
+      regrid(resident_->s, ts, old_boxes_s, grid_done_s);
+      regrid(resident_->u, tu, old_boxes_u, grid_done_u);
+      rematch_resident(batch, ts, tu, false, new_s, new_u);
+    } else {
+      rematch_with_match_pairs(batch, ts, tu, new_s, new_u);
     }
   } catch (...) {
+    if (on_device) {
+      resident_->device.reset();  // its state is unknown: rebuilt from the regions next time
+    } else if (resident_) {
+      ungrid(resident_->u, tu, old_boxes_u, grid_done_u);
+      ungrid(resident_->s, ts, old_boxes_s, grid_done_s);
+    }
     undo(u_, staged_u);
     undo(s_, staged_s);
     report_ = {};
     throw;
   }
-  for (const auto* touched : {&ts, &tu})
-    for (const Touched& t : *touched) report_.removed += t.present ? 0 : 1;
 
-  // Old and new lists compared: subscription side for pairs of changed subscriptions, update side
-  // for the rest. Then the lists of unchanged regions edited (each list by one thread) and those
-  // of changed regions replaced.
-  std::vector<char> touched_s(s_.adj.size(), 0), touched_u(u_.adj.size(), 0);
-  for (const Touched& t : ts) touched_s[t.slot] = 1;
-  for (const Touched& t : tu) touched_u[t.slot] = 1;
-  const int team = ts.size() + tu.size() >= kParallelFrom ? effective_threads(options_.threads) : 1;
-  std::vector<std::vector<SlotPair>> gained_by(static_cast<std::size_t>(team)), lost_by(gained_by.size());
-  ErrorSlot error;
+  if (on_device) {
+    // Keys (group << 32 | partner slot), sorted: the same order as the lists below give.
+    const auto to_pair = [&](std::uint64_t key) -> IdPair {
+      const auto group = static_cast<std::size_t>(key >> 32);
+      const auto partner = static_cast<std::uint32_t>(key & 0xffffffffu);
+      if (group < ts.size()) return {s_.id_of_slot[ts[group].slot], u_.id_of_slot[partner]};
+      return {s_.id_of_slot[partner], u_.id_of_slot[tu[group - ts.size()].slot]};
+    };
+    const int team = device_gained.size() + device_lost.size() >= 65536 ? effective_threads(options_.threads) : 1;
+    delta.gained.resize(device_gained.size());
+    delta.lost.resize(device_lost.size());
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (std::int64_t q = 0; q < static_cast<std::int64_t>(device_gained.size()); ++q)
+      delta.gained[static_cast<std::size_t>(q)] = to_pair(device_gained[static_cast<std::size_t>(q)]);
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (std::int64_t q = 0; q < static_cast<std::int64_t>(device_lost.size()); ++q)
+      delta.lost[static_cast<std::size_t>(q)] = to_pair(device_lost[static_cast<std::size_t>(q)]);
+  } else {
+    // Old and new lists compared: subscription side for pairs of changed subscriptions, update side
+    // for the rest. Then the lists of unchanged regions edited (each list by one thread) and those
+    // of changed regions replaced.
+    std::vector<char> touched_s(s_.adj.size(), 0), touched_u(u_.adj.size(), 0);
+    for (const Touched& t : ts) touched_s[t.slot] = 1;
+    for (const Touched& t : tu) touched_u[t.slot] = 1;
+    // Per changed region (subscriptions, then updates, in batch order), the pairs it gained and lost,
+    // in increasing slot order of the partners: the Delta's order, whatever the thread count.
+    const int team = ts.size() + tu.size() >= kParallelFrom ? effective_threads(options_.threads) : 1;
+    const std::size_t regions = ts.size() + tu.size();
+    std::vector<std::vector<SlotPair>> gained_of(regions), lost_of(regions);
+    ErrorSlot error;
 #pragma omp parallel num_threads(team)
-  error.guard([&] {
-    auto& gained = gained_by[static_cast<std::size_t>(omp_get_thread_num())];
-    auto& lost = lost_by[static_cast<std::size_t>(omp_get_thread_num())];
-    if (!ts.empty()) {
-      ListDiff diff(u_.adj.size());
-#pragma omp for schedule(dynamic, 64) nowait
-      for (std::int64_t k = 0; k < static_cast<std::int64_t>(ts.size()); ++k) {
-        const std::uint32_t a = ts[static_cast<std::size_t>(k)].slot;
-        diff(
-            s_.adj[a], new_s[static_cast<std::size_t>(k)], [](std::uint32_t) { return false; },
-            [&](std::uint32_t b) {
-              gained.push_back({a, b});
-            },
-            [&](std::uint32_t b) {
-              lost.push_back({a, b});
-            });
+    error.guard([&] {
+      std::vector<std::uint32_t> scratch;
+#pragma omp for schedule(dynamic, 16)
+      for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(regions); ++kk) {
+        const auto k = static_cast<std::size_t>(kk);
+        auto& gained = gained_of[k];
+        auto& lost = lost_of[k];
+        if (k < ts.size()) {
+          const std::uint32_t a = ts[k].slot;
+          diff_lists(
+              resident_ ? old_s[k] : s_.adj[a], new_s[k], scratch, [](std::uint32_t) { return false; },
+              [&](std::uint32_t b) {
+                gained.push_back({a, b});
+              },
+              [&](std::uint32_t b) {
+                lost.push_back({a, b});
+              });
+        } else {
+          const std::size_t j = k - ts.size();
+          const std::uint32_t b = tu[j].slot;
+          diff_lists(
+              resident_ ? old_u[j] : u_.adj[b], new_u[j], scratch, [&](std::uint32_t a) { return touched_s[a] != 0; },
+              [&](std::uint32_t a) {
+                gained.push_back({a, b});
+              },
+              [&](std::uint32_t a) {
+                lost.push_back({a, b});
+              });
+        }
       }
+    });
+    error.rethrow();
+    std::vector<std::size_t> gained_at(regions + 1, 0), lost_at(regions + 1, 0);
+    for (std::size_t k = 0; k < regions; ++k) {
+      gained_at[k + 1] = gained_at[k] + gained_of[k].size();
+      lost_at[k + 1] = lost_at[k] + lost_of[k].size();
     }
-    if (!tu.empty()) {
-      ListDiff diff(s_.adj.size());
-#pragma omp for schedule(dynamic, 64) nowait
-      for (std::int64_t k = 0; k < static_cast<std::int64_t>(tu.size()); ++k) {
-        const std::uint32_t b = tu[static_cast<std::size_t>(k)].slot;
-        diff(
-            u_.adj[b], new_u[static_cast<std::size_t>(k)], [&](std::uint32_t a) { return touched_s[a] != 0; },
-            [&](std::uint32_t a) {
-              gained.push_back({a, b});
-            },
-            [&](std::uint32_t a) {
-              lost.push_back({a, b});
-            });
-      }
-    }
-  });
-  error.rethrow();
-  const std::vector<SlotPair> gained = concat(gained_by), lost = concat(lost_by);
-  delta.gained.resize(gained.size());
-  delta.lost.resize(lost.size());
+    delta.gained.resize(gained_at[regions]);
+    delta.lost.resize(lost_at[regions]);
 #pragma omp parallel num_threads(team)
-  error.guard([&] {
-    const auto me = static_cast<std::uint32_t>(omp_get_thread_num());
-    const auto all = static_cast<std::uint32_t>(omp_get_num_threads());
-    for (std::size_t q = me; q < gained.size(); q += all)
-      delta.gained[q] = {s_.id_of_slot[gained[q].first], u_.id_of_slot[gained[q].second]};
-    for (std::size_t q = me; q < lost.size(); q += all)
-      delta.lost[q] = {s_.id_of_slot[lost[q].first], u_.id_of_slot[lost[q].second]};
-    for (const auto& [a, b] : lost) {
-      if (!touched_s[a] && a % all == me) erase_one(s_.adj[a], b);
-      if (!touched_u[b] && b % all == me) erase_one(u_.adj[b], a);
-    }
-    for (const auto& [a, b] : gained) {
-      if (!touched_s[a] && a % all == me) s_.adj[a].push_back(b);
-      if (!touched_u[b] && b % all == me) u_.adj[b].push_back(a);
-    }
-  });
-  error.rethrow();
+    error.guard([&] {
+#pragma omp for schedule(dynamic, 16)
+      for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(regions); ++kk) {
+        const auto k = static_cast<std::size_t>(kk);
+        for (std::size_t q = 0; q < gained_of[k].size(); ++q)
+          delta.gained[gained_at[k] + q] = {s_.id_of_slot[gained_of[k][q].first],
+                                            u_.id_of_slot[gained_of[k][q].second]};
+        for (std::size_t q = 0; q < lost_of[k].size(); ++q)
+          delta.lost[lost_at[k] + q] = {s_.id_of_slot[lost_of[k][q].first], u_.id_of_slot[lost_of[k][q].second]};
+      }
+      if (resident_) return;  // no pair lists
+      // The lists of unchanged partners edited, each list by one thread.
+      const auto me = static_cast<std::uint32_t>(omp_get_thread_num());
+      const auto all = static_cast<std::uint32_t>(omp_get_num_threads());
+      for (const auto& pairs : lost_of)
+        for (const auto& [a, b] : pairs) {
+          if (!touched_s[a] && a % all == me) erase_one(s_.adj[a], b);
+          if (!touched_u[b] && b % all == me) erase_one(u_.adj[b], a);
+        }
+      for (const auto& pairs : gained_of)
+        for (const auto& [a, b] : pairs) {
+          if (!touched_s[a] && a % all == me) s_.adj[a].push_back(b);
+          if (!touched_u[b] && b % all == me) u_.adj[b].push_back(a);
+        }
+    });
+    error.rethrow();
+  }
   for (auto [side, touched, lists] : {std::tuple{&s_, &ts, &new_s}, std::tuple{&u_, &tu, &new_u}}) {
     for (std::size_t k = 0; k < touched->size(); ++k) {
       const Touched& t = (*touched)[k];
       if (t.present) {
-        side->adj[t.slot] = std::move((*lists)[k]);
+        if (!resident_) side->adj[t.slot] = std::move((*lists)[k]);
         if (!t.was_present) side->slot_of_id.emplace(t.id, t.slot);
       } else {
         std::vector<std::uint32_t>().swap(side->adj[t.slot]);
@@ -634,12 +866,14 @@ Delta IncrementalMatcher<T>::apply(const std::vector<Change<T>>& batch) {
       }
     }
   }
-  pairs_ = pairs_ + gained.size() - lost.size();
-  for (std::vector<IdPair>* out : {&delta.gained, &delta.lost}) {
-    parallel_sort(out->begin(), out->end(), team);
-  }
+  pairs_ = pairs_ + delta.gained.size() - delta.lost.size();
   report_.seconds = since(start);
   return delta;
+}
+
+void sort_delta(Delta& delta) {
+  for (std::vector<IdPair>* out : {&delta.gained, &delta.lost})
+    parallel_sort(out->begin(), out->end(), effective_threads(0));
 }
 
 template <class T>

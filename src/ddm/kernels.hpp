@@ -11,6 +11,14 @@ namespace simkit::ddm::detail {
 
 enum class Output { Pairs, Count, PerRegion };
 
+// Where pairs go (Output::Pairs): exactly one of these is set. The serial matchers take only
+// `serial` (the entry points wrap a concurrent sink as worker 0 and refuse a device sink).
+struct PairSinks {
+  const MatchSink* serial = nullptr;
+  const ConcurrentSink* concurrent = nullptr;
+  const DeviceSink* device = nullptr;
+};
+
 class Collector {
  public:
   Collector(Output mode, const MatchSink* sink, std::size_t chunk, std::vector<std::uint64_t>* per_s,
@@ -57,18 +65,18 @@ void grid(const RegionView<T>& s, const RegionView<T>& u, Rule rule, Collector& 
 // time); per-region counts into per_s/per_u (sized by the caller); returns the pair count.
 template <class T>
 std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int threads, Output mode,
-                       std::size_t chunk, const MatchSink* sink, std::vector<std::uint64_t>* per_s,
+                       std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
                        std::vector<std::uint64_t>* per_u);
 
 // GPU matchers (cuda backend; without CUDA they throw a UserError). `report` gets the device,
 // the upload time and the matching time.
 template <class T>
-std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode, std::size_t chunk,
-                  const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u,
-                  MatchReport& report);
+std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, int threads, Output mode,
+                  std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
+                  std::vector<std::uint64_t>* per_u, MatchReport& report);
 template <class T>
-std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, Output mode,
-                        std::size_t chunk, const MatchSink* sink, std::vector<std::uint64_t>* per_s,
+std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int device, int threads, Output mode,
+                        std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
                         std::vector<std::uint64_t>* per_u, MatchReport& report);
 
 }  // namespace simkit::ddm::detail

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "core/parallel.hpp"
-#include "simkit/core/error.hpp"
-#include "simkit/ddm/ddm.hpp"
 #include "ddm/kernels.hpp"
 #include "ddm/model.hpp"
+#include "simkit/core/error.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm {
 
@@ -92,7 +92,7 @@ void validate_sets(const RegionView<T>& s, const RegionView<T>& u, int threads) 
 
 template <class T>
 MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o, detail::Output mode,
-                const MatchSink* sink, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u) {
+                const detail::PairSinks& sinks, std::vector<std::uint64_t>* per_s, std::vector<std::uint64_t>* per_u) {
   validate_sets(s, u, effective_threads(o.threads));
   Backend backend = o.backend;
   if (backend == Backend::Auto && o.algorithm != Algorithm::Auto) backend = home_of(o.algorithm);
@@ -106,19 +106,30 @@ MatchReport run(const RegionView<T>& s, const RegionView<T>& u, const MatchOptio
     per_u->assign(u.size, 0);
   }
   const std::size_t chunk = o.chunk_pairs == 0 ? 1 : o.chunk_pairs;
+  if (sinks.device != nullptr && backend != Backend::Cuda) {
+    throw UserError("backend",
+                    fmt::format(" {}: pairs in device memory need the cuda backend", simkit::to_string(backend)));
+  }
+  // The serial matchers deliver from one thread: a concurrent sink sees them as worker 0.
+  MatchSink as_worker_0;
+  const MatchSink* serial = sinks.serial;
+  if (sinks.concurrent != nullptr) {
+    as_worker_0 = [&](const Match* pairs, std::size_t count) { (*sinks.concurrent)(0, pairs, count); };
+    serial = &as_worker_0;
+  }
   const auto start = std::chrono::steady_clock::now();
   switch (report.algorithm) {
     case Algorithm::Parallel:
-      report.pairs = detail::parallel(s, u, o.rule, o.threads, mode, chunk, sink, per_s, per_u);
+      report.pairs = detail::parallel(s, u, o.rule, o.threads, mode, chunk, sinks, per_s, per_u);
       break;
     case Algorithm::Gpu:
-      report.pairs = detail::gpu(s, u, o.rule, o.device, mode, chunk, sink, per_s, per_u, report);
+      report.pairs = detail::gpu(s, u, o.rule, o.device, o.threads, mode, chunk, sinks, per_s, per_u, report);
       break;
     case Algorithm::BitMatrix:
-      report.pairs = detail::bitmatrix(s, u, o.rule, o.device, mode, chunk, sink, per_s, per_u, report);
+      report.pairs = detail::bitmatrix(s, u, o.rule, o.device, o.threads, mode, chunk, sinks, per_s, per_u, report);
       break;
     default: {
-      detail::Collector out(mode, sink, chunk, per_s, per_u);
+      detail::Collector out(mode, serial, std::min<std::size_t>(chunk, sinks.concurrent ? 65536 : chunk), per_s, per_u);
       if (report.algorithm == Algorithm::BruteForce) detail::brute_force(s, u, o.rule, out);
       if (report.algorithm == Algorithm::Sbm) detail::sort_based(s, u, o.rule, out);
       if (report.algorithm == Algorithm::IntervalTree) detail::interval_tree(s, u, o.rule, out);
@@ -157,7 +168,7 @@ Algorithm resolve_algorithm(Algorithm requested, Backend backend) {
   }
   if (home_of(requested) != backend) {
     throw UserError("algorithm", fmt::format(" {} runs on the {} backend, not on {}", to_string(requested),
-                                simkit::to_string(home_of(requested)), simkit::to_string(backend)));
+                                             simkit::to_string(home_of(requested)), simkit::to_string(backend)));
   }
   return requested;
 }
@@ -169,16 +180,31 @@ void validate(const RegionView<T>& s, const RegionView<T>& u) {
 
 template <class T>
 MatchReport match_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o, const MatchSink& sink) {
-  return run(s, u, o, detail::Output::Pairs, &sink, nullptr, nullptr);
+  return run(s, u, o, detail::Output::Pairs, {&sink, nullptr, nullptr}, nullptr, nullptr);
+}
+template <class T>
+MatchReport match_pairs_concurrent(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o,
+                                   const ConcurrentSink& sink) {
+  return run(s, u, o, detail::Output::Pairs, {nullptr, &sink, nullptr}, nullptr, nullptr);
+}
+template <class T>
+MatchReport match_pairs_on_device(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o,
+                                  const DeviceSink& sink) {
+  return run(s, u, o, detail::Output::Pairs, {nullptr, nullptr, &sink}, nullptr, nullptr);
+}
+int match_workers(const MatchOptions& o) {
+  Backend backend = o.backend;
+  if (backend == Backend::Auto && o.algorithm != Algorithm::Auto) backend = home_of(o.algorithm);
+  return resolve_backend(backend, o.device) == Backend::Reference ? 1 : effective_threads(o.threads);
 }
 template <class T>
 MatchReport count_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o) {
-  return run(s, u, o, detail::Output::Count, nullptr, nullptr, nullptr);
+  return run(s, u, o, detail::Output::Count, {}, nullptr, nullptr);
 }
 template <class T>
 MatchReport count_per_region(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& o,
                              std::vector<std::uint64_t>& per_s, std::vector<std::uint64_t>& per_u) {
-  return run(s, u, o, detail::Output::PerRegion, nullptr, &per_s, &per_u);
+  return run(s, u, o, detail::Output::PerRegion, {}, &per_s, &per_u);
 }
 
 template <class T>
@@ -193,14 +219,14 @@ MatchReport match_self_pairs(const RegionView<T>& s, const MatchOptions& o, cons
     total += kept.size();
     if (!kept.empty()) sink(kept.data(), kept.size());
   };
-  MatchReport r = run(s, s, o, detail::Output::Pairs, &filter, nullptr, nullptr);
+  MatchReport r = run(s, s, o, detail::Output::Pairs, {&filter, nullptr, nullptr}, nullptr, nullptr);
   r.pairs = total;
   return r;
 }
 
 template <class T>
 MatchReport count_self_pairs(const RegionView<T>& s, const MatchOptions& o) {
-  MatchReport r = run(s, s, o, detail::Output::Count, nullptr, nullptr, nullptr);
+  MatchReport r = run(s, s, o, detail::Output::Count, {}, nullptr, nullptr);
   // Every pair appears twice in S x S; the diagonal holds the regions that intersect themselves
   // (all of them, except empty ones under the half-open rule).
   std::uint64_t diagonal = 0;
@@ -210,14 +236,18 @@ MatchReport count_self_pairs(const RegionView<T>& s, const MatchOptions& o) {
   return r;
 }
 
-#define SIMKIT_DDM_INSTANTIATE(T)                                                                           \
-  template void validate<T>(const RegionView<T>&, const RegionView<T>&);                                    \
-  template MatchReport match_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,      \
-                                      const MatchSink&);                                                    \
-  template MatchReport count_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&);     \
-  template MatchReport count_per_region<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&, \
-                                           std::vector<std::uint64_t>&, std::vector<std::uint64_t>&);        \
-  template MatchReport match_self_pairs<T>(const RegionView<T>&, const MatchOptions&, const MatchSink&);    \
+#define SIMKIT_DDM_INSTANTIATE(T)                                                                                 \
+  template void validate<T>(const RegionView<T>&, const RegionView<T>&);                                          \
+  template MatchReport match_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,            \
+                                      const MatchSink&);                                                          \
+  template MatchReport match_pairs_concurrent<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&, \
+                                                 const ConcurrentSink&);                                          \
+  template MatchReport match_pairs_on_device<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,  \
+                                                const DeviceSink&);                                               \
+  template MatchReport count_pairs<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&);           \
+  template MatchReport count_per_region<T>(const RegionView<T>&, const RegionView<T>&, const MatchOptions&,       \
+                                           std::vector<std::uint64_t>&, std::vector<std::uint64_t>&);             \
+  template MatchReport match_self_pairs<T>(const RegionView<T>&, const MatchOptions&, const MatchSink&);          \
   template MatchReport count_self_pairs<T>(const RegionView<T>&, const MatchOptions&);
 SIMKIT_DDM_INSTANTIATE(std::uint32_t)
 SIMKIT_DDM_INSTANTIATE(std::uint64_t)

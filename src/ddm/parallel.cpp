@@ -61,7 +61,7 @@ HostSorted<T> sort_set(const RegionView<T>& r, const Plan<T>& p, int threads) {
 
 template <class T>
 std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int threads, Output mode,
-                       std::size_t chunk, const MatchSink* sink, std::vector<std::uint64_t>* per_s,
+                       std::size_t chunk, const PairSinks& sinks, std::vector<std::uint64_t>* per_s,
                        std::vector<std::uint64_t>* per_u) {
   const int workers = effective_threads(threads);
   if (s.size == 0 || u.size == 0) return 0;
@@ -78,7 +78,7 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
   const std::size_t flush_at = std::clamp<std::size_t>(chunk, 1, std::size_t{1} << 16);
 #pragma omp parallel num_threads(workers) reduction(+ : total)
   {
-    std::vector<Match> buffer;  // pairs of the thread's current block
+    std::vector<Match> buffer;                           // pairs of the thread's current block
     auto emit = [&](std::uint64_t i, std::uint64_t j) {  // counts and per-region counts
       ++total;
       if (mode == Output::PerRegion) {
@@ -87,7 +87,40 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
       }
     };
     const auto ns = static_cast<std::int64_t>(s.size), nu = static_cast<std::int64_t>(u.size);
-    if (mode == Output::Pairs) {
+    if (mode == Output::Pairs && sinks.concurrent != nullptr) {
+      // Concurrent delivery: each thread hands its own buffer over whenever it fills, no ordering.
+      const int me = omp_get_thread_num();
+      const auto flush = [&] {
+        for (std::size_t at = 0; at < buffer.size() && !errors.failed(); at += flush_at) {
+          const std::size_t n = std::min(flush_at, buffer.size() - at);
+          errors.guard([&] { (*sinks.concurrent)(me, buffer.data() + at, n); });
+        }
+        buffer.clear();
+      };
+#pragma omp for schedule(dynamic, 64) nowait
+      for (std::int64_t a = 0; a < ns; ++a) {
+        if (errors.failed()) continue;
+        const auto r = static_cast<std::size_t>(a);
+        const std::uint64_t i = vs.index[r];
+        for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) {
+          ++total;
+          buffer.push_back({i, vu.index[q]});
+        });
+        if (buffer.size() >= flush_at) flush();
+      }
+#pragma omp for schedule(dynamic, 64) nowait
+      for (std::int64_t b = 0; b < nu; ++b) {
+        if (errors.failed()) continue;
+        const auto r = static_cast<std::size_t>(b);
+        const std::uint64_t j = vu.index[r];
+        for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) {
+          ++total;
+          buffer.push_back({vs.index[q], j});
+        });
+        if (buffer.size() >= flush_at) flush();
+      }
+      flush();
+    } else if (mode == Output::Pairs) {
       // Pairs in a fixed order whatever the thread count (the same bytes in a pair file): blocks of
       // kBlock sorted subscriptions, then of sorted updates, each block's pairs found by one
       // thread in order and delivered in block order (the ordered construct).
@@ -120,26 +153,26 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
         {
           for (std::size_t at = 0; at < buffer.size() && !errors.failed(); at += flush_at) {
             const std::size_t n = std::min(flush_at, buffer.size() - at);
-            errors.guard([&] { (*sink)(buffer.data() + at, n); });
+            errors.guard([&] { (*sinks.serial)(buffer.data() + at, n); });
           }
           buffer.clear();
         }
       }
     } else {
 #pragma omp for schedule(dynamic, 256) nowait
-    for (std::int64_t a = 0; a < ns; ++a) {
-      if (errors.failed()) continue;
-      const auto r = static_cast<std::size_t>(a);
-      const std::uint64_t i = vs.index[r];
-      for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) { emit(i, vu.index[q]); });
-    }
+      for (std::int64_t a = 0; a < ns; ++a) {
+        if (errors.failed()) continue;
+        const auto r = static_cast<std::size_t>(a);
+        const std::uint64_t i = vs.index[r];
+        for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) { emit(i, vu.index[q]); });
+      }
 #pragma omp for schedule(dynamic, 256) nowait
-    for (std::int64_t b = 0; b < nu; ++b) {
-      if (errors.failed()) continue;
-      const auto r = static_cast<std::size_t>(b);
-      const std::uint64_t j = vu.index[r];
-      for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
-    }
+      for (std::int64_t b = 0; b < nu; ++b) {
+        if (errors.failed()) continue;
+        const auto r = static_cast<std::size_t>(b);
+        const std::uint64_t j = vu.index[r];
+        for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
+      }
     }
   }
   errors.rethrow();
@@ -148,7 +181,7 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
 
 #define SIMKIT_DDM_PARALLEL(T)                                                                                   \
   template std::uint64_t parallel<T>(const RegionView<T>&, const RegionView<T>&, Rule, int, Output, std::size_t, \
-                                     const MatchSink*, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*);
+                                     const PairSinks&, std::vector<std::uint64_t>*, std::vector<std::uint64_t>*);
 SIMKIT_DDM_PARALLEL(std::uint32_t)
 SIMKIT_DDM_PARALLEL(std::uint64_t)
 SIMKIT_DDM_PARALLEL(double)
@@ -159,6 +192,21 @@ void widen_pairs(const unsigned* s, const unsigned* u, std::size_t n, Match* out
   for (std::int64_t q = 0; q < static_cast<std::int64_t>(n); ++q) {
     out[q] = Match{s[q], u[q]};
   }
+}
+
+void widen_pairs_concurrently(const unsigned* s, const unsigned* u, std::size_t n, Match* out,
+                              const ConcurrentSink& sink, int threads) {
+  constexpr std::size_t kSlice = 65536;
+  const auto slices = static_cast<std::int64_t>((n + kSlice - 1) / kSlice);
+  ErrorSlot errors;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::int64_t k = 0; k < slices; ++k) {
+    if (errors.failed()) continue;
+    const std::size_t first = static_cast<std::size_t>(k) * kSlice, count = std::min(kSlice, n - first);
+    for (std::size_t q = 0; q < count; ++q) out[first + q] = Match{s[first + q], u[first + q]};
+    errors.guard([&] { sink(omp_get_thread_num(), out + first, count); });
+  }
+  errors.rethrow();
 }
 
 }  // namespace simkit::ddm::detail

@@ -34,5 +34,9 @@ Plan<T> plan_from_stats(const std::vector<DimStats<T>>& s, const std::vector<Dim
 // out[q] = {s[q], u[q]} for q < n, on every host thread (the GPU matchers' pairs, 32-bit
 // positions on the device, widened for the sink).
 void widen_pairs(const unsigned* s, const unsigned* u, std::size_t n, Match* out);
+// The same in slices of at most 65536 pairs, each widened into `out` and handed to `sink` by one of
+// `threads` threads (worker = its index); the first exception is rethrown afterwards.
+void widen_pairs_concurrently(const unsigned* s, const unsigned* u, std::size_t n, Match* out,
+                              const ConcurrentSink& sink, int threads);
 
 }  // namespace simkit::ddm::detail

@@ -8,15 +8,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "regions.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "simkit/ddm/io.hpp"
-#include "regions.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::ddm {
@@ -71,8 +77,13 @@ void expect_user_error(const CommandResult& r, const std::string& part) {
 TEST(DdmCli, HelpListsTheFlags) {
   const CommandResult g = ddm({"generate", "--help"});
   ASSERT_EQ(g.exit_code, 0) << describe(g);
-  for (const char* flag : {"--n", "--alpha", "--dims", "--side", "--integer", "--clustered", "--seed", "--out"})
+  for (const char* flag :
+       {"--n", "--alpha", "--dims", "--side", "--integer", "--clustered", "--moving", "--interest", "--seed", "--out"})
     EXPECT_THAT(g.out, HasSubstr(flag));
+  const CommandResult r = ddm({"replay", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  for (const char* flag : {"--input", "--ticks", "--move-fraction", "--mobility", "--step", "--speed", "--verify"})
+    EXPECT_THAT(r.out, HasSubstr(flag));
   const CommandResult m = ddm({"match", "--help"});
   ASSERT_EQ(m.exit_code, 0) << describe(m);
   for (const char* flag : {"--input", "--rule", "--count", "--pairs", "--per-region", "--algorithm", "--backend",
@@ -325,8 +336,8 @@ TEST(DdmCliReplay, VerifiedAgainstAFullRematchForEveryRuleAndCoordinateType) {
   TempDir tmp;
   for (const bool integer : {false, true}) {
     const fs::path regions = tmp / (integer ? "u64.bin" : "f64.bin");
-    std::vector<std::string> gen = {"generate", "--n", "2000", "--alpha", "8", "--dims", "2", "--seed", "3",
-                                    "--out", regions.string(), "-q"};
+    std::vector<std::string> gen = {"generate", "--n", "2000",  "--alpha",        "8", "--dims", "2",
+                                    "--seed",   "3",   "--out", regions.string(), "-q"};
     if (integer) gen.push_back("--integer");
     ASSERT_EQ(ddm(gen).exit_code, 0);
     for (const char* rule : {"ieee1516", "half-open", "closed"}) {
@@ -358,6 +369,228 @@ TEST(DdmCliReplay, VerifiedAgainstAFullRematchForEveryRuleAndCoordinateType) {
   };
   EXPECT_EQ(final_pairs("5"), final_pairs("5"));
   EXPECT_NE(final_pairs("5"), final_pairs("6"));
+}
+
+// ---- entities: generate --moving, replay --mobility walk|waypoint ----
+
+// generate --moving: floor(N/2) entities, subscription e and update e, centred on one point, the
+// update with the side of --alpha and --side, the subscription --interest times it; inside [0, L]^d.
+TEST(DdmCliGenerate, MovingWritesPairedEntitiesWithTheDocumentedSides) {
+  TempDir tmp;
+  struct Case {
+    std::vector<std::string> flags;
+    double interest;
+  };
+  const std::vector<Case> cases = {
+      {{"--dims", "2"}, 2.0},
+      {{"--dims", "3", "--integer", "--interest", "3", "--clustered"}, 3.0},
+      {{"--dims", "1", "--integer", "--interest", "0.5", "--side", "per-dimension"}, 0.5},
+      {{"--dims", "2", "--interest", "1.5", "--clustered"}, 1.5},
+  };
+  for (const Case& c : cases) {
+    const std::string file = (tmp / "e.bin").string();
+    std::vector<std::string> args = {"generate", "--n", "2001",  "--alpha", "6",     "--moving",
+                                     "--seed",   "9",   "--out", file,      "--json"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+    const CommandResult g = ddm(args);
+    ASSERT_EQ(g.exit_code, 0) << describe(g);
+    const json j = one_json_line(g);
+    EXPECT_EQ(j.at("moving"), true);
+    EXPECT_EQ(j.at("entities"), 1000);
+    EXPECT_EQ(j.at("subscriptions"), 1000);
+    EXPECT_EQ(j.at("updates"), 1000);
+    EXPECT_EQ(j.at("interest").get<double>(), c.interest);
+    const double side = j.at("side_length").get<double>(), length = j.at("space_length").get<double>();
+    EXPECT_DOUBLE_EQ(j.at("subscription_side_length").get<double>(), c.interest * side);
+    std::visit(
+        [&](const auto& r) {
+          using T = typename std::decay_t<decltype(r.updates.lower)>::value_type;
+          constexpr bool integral = std::is_integral_v<T>;
+          ASSERT_EQ(r.subscriptions.size(), 1000u);
+          ASSERT_EQ(r.updates.size(), 1000u);
+          for (std::size_t e = 0; e < 1000; ++e) {
+            ASSERT_EQ(r.subscriptions.ids[e], e);
+            ASSERT_EQ(r.updates.ids[e], e);
+          }
+          const double u_side = integral ? std::max(1.0, std::round(side)) : side;
+          const double s_side = integral ? std::max(1.0, std::round(c.interest * side)) : c.interest * side;
+          for (int d = 0; d < r.dims(); ++d)
+            for (std::size_t e = 0; e < 1000; ++e) {
+              const double ulo = static_cast<double>(r.updates.lo(e, d)), uhi = static_cast<double>(r.updates.hi(e, d));
+              const double slo = static_cast<double>(r.subscriptions.lo(e, d));
+              const double shi = static_cast<double>(r.subscriptions.hi(e, d));
+              ASSERT_NEAR(uhi - ulo, u_side, 1e-6 * length);
+              ASSERT_NEAR(shi - slo, s_side, 1e-6 * length);
+              if constexpr (integral) {
+                ASSERT_EQ(ulo - slo, std::floor((s_side - u_side) / 2)) << "entity " << e << " dimension " << d;
+              } else {
+                ASSERT_NEAR(ulo + uhi, slo + shi, 1e-6 * length) << "entity " << e << ": not centred";
+              }
+              ASSERT_GE(std::min(ulo, slo), 0.0);
+              ASSERT_LE(std::max(uhi, shi), length);
+            }
+        },
+        read_regions(file));
+  }
+  // The same flags give the same file.
+  for (const char* name : {"a.csv", "b.csv"})
+    ASSERT_EQ(ddm({"generate", "--n", "301", "--alpha", "3", "--dims", "2", "--moving", "--clustered", "--out",
+                   (tmp / name).string(), "-q"})
+                  .exit_code,
+              0);
+  EXPECT_EQ(slurp(tmp / "a.csv"), slurp(tmp / "b.csv"));
+  // Bad combinations.
+  const std::string out = (tmp / "x.csv").string();
+  expect_user_error(ddm({"generate", "--n", "100", "--alpha", "2", "--dims", "2", "--interest", "3", "--out", out}),
+                    "--interest requires --moving");
+  expect_user_error(
+      ddm({"generate", "--n", "100", "--alpha", "90", "--dims", "1", "--moving", "--interest", "3", "--out", out}),
+      "--interest 3");
+  expect_user_error(
+      ddm({"generate", "--n", "100", "--alpha", "2", "--dims", "1", "--moving", "--interest", "0", "--out", out}),
+      "--interest 0");
+  expect_user_error(ddm({"generate", "--n", "1", "--alpha", "1", "--dims", "1", "--moving", "--out", out}), "--n 1");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The available backends for replay: reference and cpu, and cuda when a device is usable.
+std::vector<std::string> replay_backends() {
+  std::vector<std::string> out = {"reference", "cpu"};
+  if (simkit::test::cuda_usable()) out.push_back("cuda");
+  return out;
+}
+
+// walk and waypoint move both regions of chosen entities; --verify (a full rematch) passes for every
+// rule, backend and coordinate type, and the moves are the same on every backend.
+TEST(DdmCliReplay, EntityMobilityVerifiedOnEveryBackendRuleAndCoordinateType) {
+  TempDir tmp;
+  const fs::path f64 = tmp / "f64.bin", u64 = tmp / "u64.csv";
+  ASSERT_EQ(ddm({"generate", "--n", "1200", "--alpha", "6", "--dims", "2", "--moving", "--seed", "4", "--out",
+                 f64.string(), "-q"})
+                .exit_code,
+            0);
+  ASSERT_EQ(ddm({"generate", "--n", "1200", "--alpha", "6", "--dims", "2", "--moving", "--integer", "--clustered",
+                 "--seed", "4", "--out", u64.string(), "-q"})
+                .exit_code,
+            0);
+  struct Input {
+    fs::path file;
+    std::string coords;
+  };
+  for (const Input& in : {Input{f64, "auto"}, Input{u64, "auto"}, Input{u64, "u32"}})
+    for (const char* mobility : {"walk", "waypoint"})
+      for (const char* rule : {"ieee1516", "half-open", "closed"}) {
+        std::optional<std::uint64_t> first_final;
+        for (const std::string& backend : replay_backends()) {
+          SCOPED_TRACE(fmt::format("{} --coords {} --mobility {} --rule {} --backend {}", in.file.filename().string(),
+                                   in.coords, mobility, rule, backend));
+          std::vector<std::string> args = {
+              "replay",  "--input",  in.file.string(),  "--coords", in.coords, "--mobility", mobility,
+              "--ticks", "8",        "--move-fraction", "0.1",      "--rule",  rule,         "--backend",
+              backend,   "--verify", "--json",          "-q"};
+          // Fast enough that entities arrive and draw new destinations within the run.
+          if (std::string(mobility) == "waypoint") args.insert(args.end(), {"--speed", "5"});
+          const CommandResult r = ddm(args);
+          ASSERT_EQ(r.exit_code, 0) << describe(r);
+          const json j = one_json_line(r);
+          EXPECT_EQ(j["verified"], true);
+          EXPECT_EQ(j["mobility"], mobility);
+          EXPECT_EQ(j["entities"], 600);
+          EXPECT_EQ(j["entities_per_tick"], 60);
+          EXPECT_EQ(j["moves_per_tick"], 120);
+          EXPECT_GT(j["pairs_gained"].get<std::uint64_t>(), 0u);
+          EXPECT_EQ(j["initial_pairs"].get<std::int64_t>() + j["pairs_gained"].get<std::int64_t>() -
+                        j["pairs_lost"].get<std::int64_t>(),
+                    j["final_pairs"].get<std::int64_t>());
+          for (const char* key : {"p50", "p99", "max", "mean"}) EXPECT_TRUE(j["latency_seconds"].contains(key)) << key;
+          EXPECT_GT(j["ticks_per_second"].get<double>(), 0.0);
+          // Every backend makes the same moves, so it ends with the same pairs.
+          const auto final_pairs = j["final_pairs"].get<std::uint64_t>();
+          if (!first_final) first_final = final_pairs;
+          EXPECT_EQ(final_pairs, *first_final);
+        }
+      }
+}
+
+// The same seed gives the same run (and another seed another one), whatever the thread count.
+TEST(DdmCliReplay, EntityMobilityIsDeterministic) {
+  TempDir tmp;
+  const fs::path regions = tmp / "e.bin";
+  ASSERT_EQ(ddm({"generate", "--n", "2000", "--alpha", "8", "--dims", "2", "--moving", "--out", regions.string(), "-q"})
+                .exit_code,
+            0);
+  for (const char* mobility : {"walk", "waypoint"}) {
+    SCOPED_TRACE(mobility);
+    const auto run = [&](const char* seed, const char* threads) {
+      const CommandResult r =
+          ddm({"replay", "--input", regions.string(), "--mobility", mobility, "--ticks", "30", "--move-fraction", "0.2",
+               "--seed", seed, "--backend", "cpu", "--threads", threads, "--json", "-q"});
+      EXPECT_EQ(r.exit_code, 0) << describe(r);
+      const json j = one_json_line(r);
+      return std::make_pair(j["final_pairs"].get<std::uint64_t>(), j["pairs_gained"].get<std::uint64_t>());
+    };
+    const auto first = run("5", "1");
+    EXPECT_EQ(run("5", "2"), first);
+    EXPECT_EQ(run("5", "1"), first);
+    EXPECT_NE(run("6", "1"), first);
+  }
+  // region-walk (the default) is the historical replay: naming it changes nothing.
+  const auto region_walk = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"replay", "--input",   regions.string(), "--ticks", "10", "--move-fraction",
+                                     "0.05",   "--backend", "reference",      "--json",  "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = ddm(args);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    const json j = one_json_line(r);
+    EXPECT_EQ(j["mobility"], "region-walk");
+    EXPECT_TRUE(j["entities"].is_null());
+    return j["final_pairs"].get<std::uint64_t>();
+  };
+  EXPECT_EQ(region_walk({}), region_walk({"--mobility", "region-walk"}));
+}
+
+TEST(DdmCliReplay, EntityMobilityBadCombinationsExitTwo) {
+  TempDir tmp;
+  const fs::path entities = tmp / "e.csv", odd = tmp / "odd.csv", shifted = tmp / "shifted.csv",
+                 extra = tmp / "extra.csv";
+  ASSERT_EQ(ddm({"generate", "--n", "100", "--alpha", "2", "--dims", "2", "--moving", "--out", entities.string(), "-q"})
+                .exit_code,
+            0);
+  // Plain regions with N odd: subscription 50 has no update 50.
+  ASSERT_EQ(ddm({"generate", "--n", "101", "--alpha", "2", "--dims", "2", "--out", odd.string(), "-q"}).exit_code, 0);
+  const auto write = [](const fs::path& path, const char* text) {
+    std::FILE* f = std::fopen(path.string().c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  // Same counts, but update ids shifted by one: subscription 0 has no update 0.
+  write(shifted, "set,id,lower0,upper0\nS,0,0,5\nS,1,2,9\nU,1,1,4\nU,2,3,8\n");
+  // Every subscription paired, one update more.
+  write(extra, "set,id,lower0,upper0\nS,1,2,9\nU,1,1,4\nU,2,3,8\n");
+  const std::string e = entities.string();
+  expect_user_error(ddm({"replay", "--input", e, "--mobility", "fly"}), "--mobility fly");
+  expect_user_error(ddm({"replay", "--input", e, "--mobility", "walk", "--speed", "1"}), "--speed");
+  expect_user_error(ddm({"replay", "--input", e, "--speed", "1"}), "--speed");
+  expect_user_error(ddm({"replay", "--input", e, "--mobility", "waypoint", "--step", "2"}), "--step");
+  expect_user_error(ddm({"replay", "--input", e, "--mobility", "waypoint", "--speed", "0"}), "--speed 0");
+  expect_user_error(ddm({"replay", "--input", e, "--mobility", "waypoint", "--speed", "-1"}), "--speed -1");
+  for (const char* mobility : {"walk", "waypoint"}) {
+    for (const fs::path& bad : {odd, shifted, extra}) {
+      const CommandResult r = ddm({"replay", "--input", bad.string(), "--mobility", mobility, "-q"});
+      expect_user_error(r, "--input " + bad.string());
+      EXPECT_THAT(r.err, HasSubstr(std::string("--mobility ") + mobility));
+    }
+  }
+  expect_user_error(ddm({"replay", "--input", odd.string(), "--mobility", "walk", "-q"}),
+                    "subscription 50 has no update");
+  expect_user_error(ddm({"replay", "--input", shifted.string(), "--mobility", "walk", "-q"}),
+                    "subscription 0 has no update");
+  expect_user_error(ddm({"replay", "--input", extra.string(), "--mobility", "waypoint", "-q"}),
+                    "update 2 has no subscription");
+  // region-walk moves any file.
+  EXPECT_EQ(ddm({"replay", "--input", odd.string(), "--ticks", "2", "-q"}).exit_code, 0);
 }
 
 TEST(DdmCliReplay, BadInputExitsTwoWithOneLine) {

@@ -8,10 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <random>
 
 #include "simkit/ddm/ddm.hpp"
+#if SIMKIT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 #include "ddm/model.hpp"
 #include "ddm/regions.hpp"
 #include "support/test_support.hpp"
@@ -50,6 +54,55 @@ void expect_matches(const RegionSet<T>& s, const RegionSet<T>& u, Rule rule, con
   EXPECT_TRUE(got == expected) << "pair lists differ";
   EXPECT_LE(largest_chunk, chunk);
   test::expect_counts(s, u, o, expected);
+
+  // Concurrent delivery: the same pairs; a worker's calls never overlap; chunks bounded.
+  const int workers = match_workers(o);
+  std::vector<PairList> per_worker(static_cast<std::size_t>(workers));
+  std::vector<std::atomic<int>> busy(static_cast<std::size_t>(workers));
+  std::atomic<std::size_t> bad_worker{0}, overlapping{0}, too_big{0};
+  const MatchReport rc = match_pairs_concurrent(view(s), view(u), o, [&](int w, const Match* m, std::size_t n) {
+    if (w < 0 || w >= workers) {
+      ++bad_worker;
+      return;
+    }
+    const auto k = static_cast<std::size_t>(w);
+    if (busy[k].exchange(1) != 0) ++overlapping;
+    if (n > std::min<std::size_t>(chunk, 65536)) ++too_big;
+    for (std::size_t q = 0; q < n; ++q) per_worker[k].push_back({m[q].s, m[q].u});
+    busy[k].store(0);
+  });
+  PairList concurrent;
+  for (const PairList& part : per_worker) concurrent.insert(concurrent.end(), part.begin(), part.end());
+  std::sort(concurrent.begin(), concurrent.end());
+  EXPECT_EQ(rc.pairs, expected.size());
+  EXPECT_TRUE(concurrent == expected) << "concurrent pair lists differ";
+  EXPECT_EQ(bad_worker.load(), 0u);
+  EXPECT_EQ(overlapping.load(), 0u);
+  EXPECT_EQ(too_big.load(), 0u);
+  if (run.backend == Backend::Reference) {
+    EXPECT_EQ(workers, 1);
+  }
+
+  // Pairs left in device memory: cuda only.
+  const DeviceSink to_host = [&](const std::uint32_t* ds, const std::uint32_t* du, std::size_t n, void*) {
+#if SIMKIT_HAVE_CUDA
+    std::vector<std::uint32_t> hs(n), hu(n);
+    ASSERT_EQ(cudaMemcpy(hs.data(), ds, n * sizeof(std::uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(hu.data(), du, n * sizeof(std::uint32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_LE(n, chunk);
+    for (std::size_t q = 0; q < n; ++q) got.push_back({hs[q], hu[q]});
+#else
+    (void)ds, (void)du, (void)n;
+#endif
+  };
+  got.clear();
+  if (run.backend == Backend::Cuda) {
+    EXPECT_EQ(match_pairs_on_device(view(s), view(u), o, to_host).pairs, expected.size());
+    std::sort(got.begin(), got.end());
+    EXPECT_TRUE(got == expected) << "device pair lists differ";
+  } else {
+    EXPECT_THROW(match_pairs_on_device(view(s), view(u), o, to_host), UserError);
+  }
 }
 
 // Every algorithm with its backend: the parameter of the suite.
@@ -207,8 +260,8 @@ TEST_P(DdmAlgorithm, CompleteSelfMatchingEachUnorderedPairOnce) {
     const std::size_t n = 2 + gen() % 150;
     expect_self_matches(random_set<std::uint32_t>(gen, n, dims, 0u, 24), GetParam(), 1 + gen() % 40,
                         "u32 trial " + std::to_string(trial));
-    expect_self_matches(random_set<std::uint64_t>(gen, n, dims, std::uint64_t{1} << 60, 30), GetParam(),
-                        1 + gen() % 40, "u64 trial " + std::to_string(trial));
+    expect_self_matches(random_set<std::uint64_t>(gen, n, dims, std::uint64_t{1} << 60, 30), GetParam(), 1 + gen() % 40,
+                        "u64 trial " + std::to_string(trial));
     expect_self_matches(random_set<double>(gen, n, dims, -3.5, 40), GetParam(), 1 + gen() % 40,
                         "f64 trial " + std::to_string(trial));
   }

@@ -4,7 +4,9 @@
  * docs/ddm_c_api.md.
  *
  * Usage: create a matcher handle, set its options (every option has a default), call a matching
- * function per coordinate type (u32, u64 or f64), destroy the handle.
+ * function per coordinate type (u32, u64 or f64), destroy the handle. To keep two sets matched across
+ * ticks, create an incremental matcher from the handle's options and apply a batch of changes per tick
+ * (the end of this header).
  *
  * Regions: a set of n regions in `dims` dimensions (1 to SIMKIT_DDM_MAX_DIMS) is three arrays:
  *   ids[i]                    i < n: the region's id (unique within the set)
@@ -184,6 +186,114 @@ simkit_ddm_status simkit_ddm_count_per_region_f64(simkit_ddm_matcher* matcher, i
                                                   const uint64_t* s_ids, const double* s_lower, const double* s_upper,
                                                   size_t nu, const uint64_t* u_ids, const double* u_lower,
                                                   const double* u_upper, uint64_t* per_s, uint64_t* per_u);
+
+/* ---- Incremental matching: a matcher kept alive across ticks ----
+ * docs/ddm.md, "Keeping a matcher alive across ticks (C API, for RTI developers)". An incremental
+ * matcher holds both region sets and their current pairs; each call of simkit_ddm_incremental_apply_*
+ * applies one batch of changes (regions added, moved or removed on either side), matches only the
+ * changed regions again and hands over the pairs gained and lost. Its options (rule, backend,
+ * algorithm, threads, device, chunk_pairs) are those of the simkit_ddm_matcher it is created from,
+ * copied at creation; that matcher may then be changed or destroyed. */
+
+/* Which set a region belongs to. */
+typedef enum simkit_ddm_role {
+  SIMKIT_DDM_ROLE_SUBSCRIPTION = 0, /* S */
+  SIMKIT_DDM_ROLE_UPDATE = 1        /* U */
+} simkit_ddm_role;
+
+/* One change of a batch. ADD: a region with a new id (unique within its set at that point of the
+ * batch); MOVE: new bounds for a region present; REMOVE: a region present leaves (its bounds are
+ * ignored). The changes of a batch apply in order, so one id may change several times in a batch. */
+typedef enum simkit_ddm_change_kind {
+  SIMKIT_DDM_CHANGE_ADD = 0,
+  SIMKIT_DDM_CHANGE_MOVE = 1,
+  SIMKIT_DDM_CHANGE_REMOVE = 2
+} simkit_ddm_change_kind;
+
+/* An opaque incremental matcher: both region sets, their pairs, the options, the last error message
+ * and the last apply's report. */
+typedef struct simkit_ddm_incremental simkit_ddm_incremental;
+
+/* What the last apply on an incremental matcher did. */
+typedef struct simkit_ddm_apply_report {
+  uint64_t pairs;       /* intersecting pairs after the batch */
+  uint64_t gained;      /* pairs gained by the batch (handed to the gained callback) */
+  uint64_t lost;        /* pairs lost (handed to the lost callback) */
+  size_t subscriptions; /* subscriptions matched again: added or moved, net of the batch */
+  size_t updates;       /* updates matched again, likewise */
+  size_t removed;       /* regions removed, both sets */
+  double seconds;       /* the batch inside the library (checks, matching, pair lists), callbacks excluded */
+} simkit_ddm_apply_report;
+
+/* Creates an incremental matcher into *out (NULL on failure) from two region sets in the layout
+ * above (the arrays are copied: the caller keeps them and may change them afterwards) with the
+ * options of `options`, and matches them once. Either set may be empty (arrays NULL). On failure
+ * (invalid regions as for the matching functions, a NULL pointer, at most 2^32 - 2 regions a set, CUDA
+ * unavailable) the status is returned and the message is stored on `options`: read it with
+ * simkit_ddm_last_error(options). The coordinate type chosen here is the matcher's for life. */
+simkit_ddm_status simkit_ddm_incremental_create_u32(simkit_ddm_matcher* options, int dims, size_t ns,
+                                                    const uint64_t* s_ids, const uint32_t* s_lower,
+                                                    const uint32_t* s_upper, size_t nu, const uint64_t* u_ids,
+                                                    const uint32_t* u_lower, const uint32_t* u_upper,
+                                                    simkit_ddm_incremental** out);
+simkit_ddm_status simkit_ddm_incremental_create_u64(simkit_ddm_matcher* options, int dims, size_t ns,
+                                                    const uint64_t* s_ids, const uint64_t* s_lower,
+                                                    const uint64_t* s_upper, size_t nu, const uint64_t* u_ids,
+                                                    const uint64_t* u_lower, const uint64_t* u_upper,
+                                                    simkit_ddm_incremental** out);
+simkit_ddm_status simkit_ddm_incremental_create_f64(simkit_ddm_matcher* options, int dims, size_t ns,
+                                                    const uint64_t* s_ids, const double* s_lower, const double* s_upper,
+                                                    size_t nu, const uint64_t* u_ids, const double* u_lower,
+                                                    const double* u_upper, simkit_ddm_incremental** out);
+/* Destroys an incremental matcher; NULL is allowed. Not from its own callbacks. */
+void simkit_ddm_incremental_destroy(simkit_ddm_incremental* matcher);
+/* As simkit_ddm_last_error, for an incremental matcher. Never NULL. */
+const char* simkit_ddm_incremental_last_error(const simkit_ddm_incremental* matcher);
+
+/* Applies one batch of `changes` changes: change k is kinds[k] of the region ids[k] of set roles[k],
+ * with bounds lower[k * dims + d] and upper[k * dims + d], d < dims (change-major: one row of `dims`
+ * values per change, as an RTI collects them; the rows of REMOVE changes are ignored). `dims` must be
+ * the matcher's. The arrays may be NULL when changes == 0, lower and upper also when every change is a
+ * REMOVE. Then hands over the pairs the batch lost, then those it gained, as (subscription id, update
+ * id): `lost` and `gained` are called (each may be NULL: not told) with chunks of at most
+ * min(chunk_pairs, 65536) pairs sorted by subscription id then update id, from the calling thread; a
+ * pair moved away and back within the batch is in neither list. A callback that returns non-zero stops
+ * the delivery: the call returns SIMKIT_DDM_CANCELLED, but the batch HAS been applied (the matcher
+ * holds the new pairs; simkit_ddm_incremental_for_each_pair lists them). The callbacks must not call
+ * functions on the same handle, throw or longjmp.
+ * A bad batch (a NULL array, dims not the matcher's, a kind or role out of range, MOVE or REMOVE of an
+ * id not present at that point of the batch, ADD of an id present, lower > upper, NaN or infinity) is
+ * SIMKIT_DDM_BAD_INPUT with a message naming the change (its index in the batch), the set and the id;
+ * the matcher is then unchanged and no callback is called. So is a call with the wrong coordinate type.
+ * After SIMKIT_DDM_OUT_OF_MEMORY or SIMKIT_DDM_INTERNAL the matcher may be inconsistent: every later
+ * call on it returns SIMKIT_DDM_INTERNAL; destroy it and create a new one. */
+simkit_ddm_status simkit_ddm_incremental_apply_u32(simkit_ddm_incremental* matcher, int dims, size_t changes,
+                                                   const simkit_ddm_change_kind* kinds, const simkit_ddm_role* roles,
+                                                   const uint64_t* ids, const uint32_t* lower, const uint32_t* upper,
+                                                   simkit_ddm_pair_callback gained, simkit_ddm_pair_callback lost,
+                                                   void* user);
+simkit_ddm_status simkit_ddm_incremental_apply_u64(simkit_ddm_incremental* matcher, int dims, size_t changes,
+                                                   const simkit_ddm_change_kind* kinds, const simkit_ddm_role* roles,
+                                                   const uint64_t* ids, const uint64_t* lower, const uint64_t* upper,
+                                                   simkit_ddm_pair_callback gained, simkit_ddm_pair_callback lost,
+                                                   void* user);
+simkit_ddm_status simkit_ddm_incremental_apply_f64(simkit_ddm_incremental* matcher, int dims, size_t changes,
+                                                   const simkit_ddm_change_kind* kinds, const simkit_ddm_role* roles,
+                                                   const uint64_t* ids, const double* lower, const double* upper,
+                                                   simkit_ddm_pair_callback gained, simkit_ddm_pair_callback lost,
+                                                   void* user);
+
+/* The current number of intersecting pairs into *count. */
+simkit_ddm_status simkit_ddm_incremental_pairs(simkit_ddm_incremental* matcher, uint64_t* count);
+/* Every current pair to `callback` (not NULL), each once, in chunks of at most min(chunk_pairs, 65536),
+ * in no particular order, from the calling thread. Returning non-zero stops: SIMKIT_DDM_CANCELLED. */
+simkit_ddm_status simkit_ddm_incremental_for_each_pair(simkit_ddm_incremental* matcher,
+                                                       simkit_ddm_pair_callback callback, void* user);
+/* Fills *report for the last apply on the handle: SIMKIT_DDM_OK if it applied its batch (also when a
+ * callback cancelled the delivery), else (no apply yet, or it failed) SIMKIT_DDM_BAD_INPUT with *report
+ * zeroed. Does not change the last error message. */
+simkit_ddm_status simkit_ddm_incremental_last_report(const simkit_ddm_incremental* matcher,
+                                                     simkit_ddm_apply_report* report);
 
 #ifdef __cplusplus
 }

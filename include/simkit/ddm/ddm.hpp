@@ -28,10 +28,14 @@ enum class Algorithm { Auto, BruteForce, Grid, Sbm, IntervalTree, Parallel, BitM
 inline constexpr Named<Rule> kRuleNames[] = {
     {Rule::Ieee1516, "ieee1516"}, {Rule::HalfOpen, "half-open"}, {Rule::Closed, "closed"}};
 inline constexpr Named<Coords> kCoordsNames[] = {{Coords::U32, "u32"}, {Coords::U64, "u64"}, {Coords::F64, "f64"}};
-inline constexpr Named<Algorithm> kAlgorithmNames[] = {
-    {Algorithm::Auto, "auto"},          {Algorithm::BruteForce, "brute-force"}, {Algorithm::Grid, "grid"},
-    {Algorithm::Sbm, "sbm"},            {Algorithm::IntervalTree, "interval-tree"},
-    {Algorithm::Parallel, "parallel"},  {Algorithm::BitMatrix, "bitmatrix"},   {Algorithm::Gpu, "gpu"}};
+inline constexpr Named<Algorithm> kAlgorithmNames[] = {{Algorithm::Auto, "auto"},
+                                                       {Algorithm::BruteForce, "brute-force"},
+                                                       {Algorithm::Grid, "grid"},
+                                                       {Algorithm::Sbm, "sbm"},
+                                                       {Algorithm::IntervalTree, "interval-tree"},
+                                                       {Algorithm::Parallel, "parallel"},
+                                                       {Algorithm::BitMatrix, "bitmatrix"},
+                                                       {Algorithm::Gpu, "gpu"}};
 
 // One set of regions: ids[i] and, dimension-major, lower[d * size + i] and upper[d * size + i].
 template <class T>
@@ -76,6 +80,18 @@ struct Match {
 // Sort the pairs if you need one order across algorithms or backends.
 using MatchSink = std::function<void(const Match* pairs, std::size_t count)>;
 
+// Receives pairs from several threads at once (match_pairs_concurrent): each call comes from one
+// worker, `worker` in [0, match_workers(options)), and no two calls with the same worker overlap,
+// so a callee can append to one buffer per worker without locking. Which worker gets which pairs
+// depends on scheduling; every pair arrives exactly once. Chunks of at most chunk_pairs (and 65536).
+using ConcurrentSink = std::function<void(int worker, const Match* pairs, std::size_t count)>;
+
+// Receives pairs in device memory (match_pairs_on_device, cuda backend): positions in the two
+// sets as 32-bit values, s[q] and u[q] for q < count, valid until the call returns; `stream` is the
+// cudaStream_t (as void*; null: the legacy default stream) that wrote them, for the consumer's
+// own kernels to follow on. Windows of at most chunk_pairs pairs, in the matcher's fixed order.
+using DeviceSink = std::function<void(const std::uint32_t* s, const std::uint32_t* u, std::size_t count, void* stream)>;
+
 // The engine's options are the common RunOptions (backend, device, threads; the seed is unused:
 // matching draws no random numbers) plus what matching adds.
 struct MatchOptions : RunOptions {
@@ -100,6 +116,20 @@ struct MatchReport {
 template <class T>
 MatchReport match_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
                         const MatchSink& sink);
+// The pairs delivered on several threads at once (ConcurrentSink): on the cpu backend each thread
+// hands over what it found, on cuda each host thread a slice of every window it widens; the
+// reference backend calls from worker 0 only.
+template <class T>
+MatchReport match_pairs_concurrent(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
+                                   const ConcurrentSink& sink);
+// The workers a ConcurrentSink may see with these options (1 on the reference backend, else the
+// threads the cpu backend would use).
+int match_workers(const MatchOptions& options);
+// The pairs left in device memory for a consumer on the GPU (DeviceSink): cuda backend only (gpu
+// or bitmatrix); other backends are a UserError naming the backend.
+template <class T>
+MatchReport match_pairs_on_device(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options,
+                                  const DeviceSink& sink);
 template <class T>
 MatchReport count_pairs(const RegionView<T>& s, const RegionView<T>& u, const MatchOptions& options);
 // per_s[i]: the number of updates region s[i] intersects; per_u[j] likewise.
