@@ -407,7 +407,10 @@ void IncrementalMatcher<T>::net_changes(const std::vector<Change<T>>& batch, std
     }
   }
   // Leave out regions added and removed again, and regions that end with their old bounds.
-  for (auto [side, list] : {std::pair{&s_, &ts}, std::pair{&u_, &tu}}) {
+  for (const bool sub : {true, false}) {
+    // (Plain pointers, not structured bindings: clang cannot capture those in an OpenMP region.)
+    const SideState* side = sub ? &s_ : &u_;
+    std::vector<Touched>* list = sub ? &ts : &tu;
     std::vector<char> unchanged(list->size(), 0);
 #pragma omp parallel for num_threads(team) schedule(static)
     for (std::int64_t kk = 0; kk < static_cast<std::int64_t>(list->size()); ++kk) {

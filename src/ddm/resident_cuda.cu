@@ -199,10 +199,22 @@ __global__ void query(Rule rule, IndexView<T> main, IndexView<T> delta, const T*
       if (index.level_count[l] == 0) continue;
       const std::uint64_t y0 = g.grid_dims > 1 ? GridGeometry::first_cell(first[1], l) : 0;
       const std::uint64_t y1 = g.grid_dims > 1 ? last[1] >> l : 0;
-      for (std::uint64_t x = GridGeometry::first_cell(first[0], l); x <= (last[0] >> l); ++x) {
-        const std::uint32_t begin = lower_bound(index.keys, index.indexed, GridGeometry::make_key(l, x, y0));
-        const std::uint32_t end = lower_bound(index.keys, index.indexed, GridGeometry::make_key(l, x, y1) + 1);
-        test_run(begin, end);
+      // The rows' bounds found by 2 x 16 lanes at once (one binary search each: the searches'
+      // latency, not their work, is what a query waits for), then the rows tested in turn.
+      const std::uint64_t x0 = GridGeometry::first_cell(first[0], l), x1 = last[0] >> l;
+      for (std::uint64_t xs = x0; xs <= x1; xs += 16) {
+        const std::uint64_t x = xs + lane / 2;
+        std::uint32_t bound = 0;
+        if (x <= x1) {
+          bound = lane % 2 == 0 ? lower_bound(index.keys, index.indexed, GridGeometry::make_key(l, x, y0))
+                                : lower_bound(index.keys, index.indexed, GridGeometry::make_key(l, x, y1) + 1);
+        }
+        const std::uint64_t rows = x1 - xs + 1 < 16 ? x1 - xs + 1 : 16;
+        for (unsigned row = 0; row < rows; ++row) {
+          const std::uint32_t begin = __shfl_sync(kFullMask, bound, 2 * row);
+          const std::uint32_t end = __shfl_sync(kFullMask, bound, 2 * row + 1);
+          test_run(begin, end);
+        }
       }
     }
   }
@@ -265,7 +277,7 @@ struct DeviceResident<T>::State {
   cuda::DeviceBuffer<T> upload_t;
   cuda::DeviceBuffer<T> old_boxes;
   cuda::DeviceBuffer<Key> pairs[2], sorted[2], selected;
-  cuda::DeviceBuffer<Key> counters;  // pairs found, tested by each side's queries, selected
+  cuda::DeviceBuffer<Key> counters;  // pairs found, tested by each side's queries, kept lost and gained
   cuda::DeviceBuffer<std::uint8_t> flags;
   cuda::PinnedBuffer<Key> staging;
   std::size_t capacity_hint = 1 << 16;
@@ -399,7 +411,7 @@ DeviceResident<T>::DeviceResident(int device, const GridGeometry& geometry_s, co
     side->live = static_cast<std::uint32_t>(std::count(present->begin(), present->end(), std::uint8_t{1}));
     st.build_main(*side);
   }
-  st.counters.resize(4);  // pairs found, tested by each side's queries, selected
+  st.counters.resize(5);  // pairs found, tested by each side's queries, kept lost and gained
   st.stream.synchronize();
 }
 
@@ -543,35 +555,48 @@ void DeviceResident<T>::apply(Rule rule, const DeviceBatchSide<T>& bs, const Dev
     reserve(st.sorted[phase], std::max<std::size_t>(1, totals[phase]));
     if (totals[phase] > 0) st.sort_keys(st.pairs[phase].data(), st.sorted[phase].data(), totals[phase]);
   }
+  // Lost keys at the start of `selected`, gained ones after them; one readback of both counts and
+  // one of both lists.
   std::vector<std::uint64_t>* outs[2] = {&lost, &gained};
+  const std::size_t at_out[2] = {0, old_total};
+  reserve(st.flags, std::max<std::size_t>(1, std::max(old_total, new_total)));
+  reserve(st.selected, std::max<std::size_t>(1, old_total + new_total));
+  SIMKIT_CUDA_CHECK(cudaMemsetAsync(st.counters.data() + 3, 0, 2 * sizeof(Key), st.stream));
   for (int phase = 0; phase < 2; ++phase) {
-    std::vector<std::uint64_t>& out = *outs[phase];
-    out.clear();
     const std::size_t n = totals[phase], m = totals[1 - phase];
     if (n == 0) continue;
-    reserve(st.flags, n);
-    reserve(st.selected, n);
     missing_from<<<blocks_for(n), kBlock, 0, st.stream>>>(st.sorted[phase].data(), static_cast<std::uint32_t>(n),
                                                           st.sorted[1 - phase].data(), static_cast<std::uint32_t>(m),
                                                           st.flags.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = 0;
-    Key* count = st.counters.data() + 3;
-    SIMKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, st.sorted[phase].data(), st.flags.data(),
-                                                 st.selected.data(), count, n, st.stream));
+    Key* count = st.counters.data() + 3 + phase;
+    Key* into = st.selected.data() + at_out[phase];
+    SIMKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, st.sorted[phase].data(), st.flags.data(), into, count,
+                                                 n, st.stream));
     reserve(st.temp, bytes);
-    SIMKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(st.temp.data(), bytes, st.sorted[phase].data(), st.flags.data(),
-                                                 st.selected.data(), count, n, st.stream));
-    Key kept = 0;
-    SIMKIT_CUDA_CHECK(cudaMemcpyAsync(&kept, count, sizeof kept, cudaMemcpyDeviceToHost, st.stream));
+    SIMKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(st.temp.data(), bytes, st.sorted[phase].data(), st.flags.data(), into,
+                                                 count, n, st.stream));
+  }
+  Key kept[2] = {0, 0};
+  SIMKIT_CUDA_CHECK(cudaMemcpyAsync(kept, st.counters.data() + 3, sizeof kept, cudaMemcpyDeviceToHost, st.stream));
+  st.stream.synchronize();
+  const auto all = static_cast<std::size_t>(kept[0] + kept[1]);
+  if (all > 0) {
+    if (st.staging.size() < all) st.staging.resize(all + all / 4);
+    for (int phase = 0; phase < 2; ++phase) {
+      if (kept[phase] == 0) continue;
+      SIMKIT_CUDA_CHECK(cudaMemcpyAsync(st.staging.data() + (phase == 0 ? 0 : kept[0]),
+                                        st.selected.data() + at_out[phase], kept[phase] * sizeof(Key),
+                                        cudaMemcpyDeviceToHost, st.stream));
+    }
     st.stream.synchronize();
-    if (kept == 0) continue;
-    if (st.staging.size() < kept) st.staging.resize(static_cast<std::size_t>(kept + kept / 4));
-    SIMKIT_CUDA_CHECK(
-        cudaMemcpyAsync(st.staging.data(), st.selected.data(), kept * sizeof(Key), cudaMemcpyDeviceToHost, st.stream));
-    st.stream.synchronize();
-    out.resize(static_cast<std::size_t>(kept));
-    std::memcpy(out.data(), st.staging.data(), static_cast<std::size_t>(kept) * sizeof(Key));
+  }
+  for (int phase = 0; phase < 2; ++phase) {
+    outs[phase]->resize(static_cast<std::size_t>(kept[phase]));
+    if (kept[phase] > 0)
+      std::memcpy(outs[phase]->data(), st.staging.data() + (phase == 0 ? 0 : kept[0]),
+                  static_cast<std::size_t>(kept[phase]) * sizeof(Key));
   }
   report.tested_u = tested[0];
   report.tested_s = tested[1];
