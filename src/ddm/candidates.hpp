@@ -14,8 +14,8 @@
 #include <type_traits>
 
 #include "core/hd.hpp"
-#include "simkit/ddm/ddm.hpp"
 #include "ddm/model.hpp"
+#include "simkit/ddm/ddm.hpp"
 
 namespace simkit::ddm::detail {
 
@@ -188,6 +188,30 @@ SIMKIT_HD inline void for_each_from_update(Rule rule, int dims, const Plan<T>& p
         run_from_update(rule, key, b, e, lo, hi, first, last);
       },
       visit);
+}
+
+// In one dimension a run is exactly the rule's condition on the other side's lower bounds, so every
+// candidate in it intersects, except, from a subscription's side under the half-open rule,
+// zero-length updates at the subscription's lower bound. Then the run's length is the count and
+// no candidate needs reading: counts_by_run says when, the two functions give the counts.
+SIMKIT_HD inline bool counts_by_run(Rule rule, int dims, bool from_subscription) {
+  return dims == 1 && !(from_subscription && rule == Rule::HalfOpen);
+}
+template <class T, class I>
+SIMKIT_HD inline std::size_t run_count_from_subscription(Rule rule, const SortedSet<T, I>& ss, std::size_t r,
+                                                         const SortedSet<T, I>& su) {
+  std::size_t first, last;
+  run_from_subscription(rule, su.key(0), static_cast<std::size_t>(su.strip_start[0]),
+                        static_cast<std::size_t>(su.strip_start[1]), ss.lo[r], ss.hi[r], first, last);
+  return last - first;
+}
+template <class T, class I>
+SIMKIT_HD inline std::size_t run_count_from_update(Rule rule, const SortedSet<T, I>& ss, const SortedSet<T, I>& su,
+                                                   std::size_t r) {
+  std::size_t first, last;
+  run_from_update(rule, ss.key(0), static_cast<std::size_t>(ss.strip_start[0]),
+                  static_cast<std::size_t>(ss.strip_start[1]), su.lo[r], su.hi[r], first, last);
+  return last - first;
 }
 
 }  // namespace simkit::ddm::detail

@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -36,6 +37,73 @@ using Index = unsigned int;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Device memory from the device's default stream-ordered pool, on the legacy default stream that
+// every step of the matchers runs on: a match makes a dozen allocations, and cudaMalloc/cudaFree
+// synchronise the device each time (cudaFree) and cost tens of microseconds, a large share of a
+// 3 ms match. The pool keeps up to an eighth of the device's memory between calls (set on every
+// call, for the current device), so repeated matches allocate without the driver. Same interface
+// as DeviceBuffer.
+void keep_pool_memory() {
+  int device = 0;
+  SIMKIT_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  SIMKIT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t keep = cuda::current_device_memory().total / 8;
+  SIMKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
+template <class U>
+class PoolBuffer {
+ public:
+  PoolBuffer() = default;
+  explicit PoolBuffer(std::size_t count) { resize(count); }
+  ~PoolBuffer() { release(); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  PoolBuffer(PoolBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  PoolBuffer& operator=(PoolBuffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  void resize(std::size_t count) {
+    if (count == size_) return;
+    release();
+    if (count > 0) {
+      void* p = nullptr;
+      SIMKIT_CUDA_CHECK(cudaMallocAsync(&p, count * sizeof(U), nullptr));
+      data_ = static_cast<U*>(p);
+    }
+    size_ = count;
+  }
+  U* data() { return data_; }
+  const U* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  void upload(const U* host, std::size_t count) {
+    resize(count);
+    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, count * sizeof(U), cudaMemcpyHostToDevice, nullptr));
+  }
+  void download(U* host, std::size_t count) const {
+    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, count * sizeof(U), cudaMemcpyDeviceToHost, nullptr));
+  }
+  void fill_zero() {
+    if (size_ > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(U), nullptr));
+  }
+
+ private:
+  void release() {
+    if (data_ != nullptr) cudaFreeAsync(data_, nullptr);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  U* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 // Hands n pairs held on the device as 32-bit positions (d_s[q], d_u[q]) to the sink as Match
 // records, in pieces of at most `chunk` (and 2^20) pairs: each piece is copied into one of two
@@ -130,9 +198,9 @@ struct MergeStats {
 // The plan of two sets already on the device (bounds dimension-major, as RegionView).
 template <class T>
 Plan<T> device_plan(const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo, const T* u_hi, std::size_t nu,
-                    int dims, cuda::DeviceBuffer<char>& temp) {
+                    int dims, PoolBuffer<char>& temp) {
   std::vector<DimStats<T>> ss(static_cast<std::size_t>(dims)), us(static_cast<std::size_t>(dims));
-  cuda::DeviceBuffer<DimStats<T>> out(2 * static_cast<std::size_t>(dims));
+  PoolBuffer<DimStats<T>> out(2 * static_cast<std::size_t>(dims));
   auto reduce = [&](const T* lo, const T* hi, std::size_t n, DimStats<T>* result) {
     const auto it = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), StatsOf<T>{lo, hi});
     std::size_t bytes = 0;
@@ -212,7 +280,13 @@ __global__ void count_kernel(Job<T> job, unsigned long long* counts) {
   if (r >= job.ss.n + job.su.n) return;
   unsigned long long c = 0;
   if (r < job.ss.n) {
-    for_each_from_subscription(job.rule, job.dims, job.plan, job.ss, r, job.su, [&](std::size_t) { ++c; });
+    if (counts_by_run(job.rule, job.dims, true)) {
+      c = run_count_from_subscription(job.rule, job.ss, r, job.su);
+    } else {
+      for_each_from_subscription(job.rule, job.dims, job.plan, job.ss, r, job.su, [&](std::size_t) { ++c; });
+    }
+  } else if (counts_by_run(job.rule, job.dims, false)) {
+    c = run_count_from_update(job.rule, job.ss, job.su, r - job.ss.n);
   } else {
     for_each_from_update(job.rule, job.dims, job.plan, job.ss, job.su, r - job.ss.n, [&](std::size_t) { ++c; });
   }
@@ -242,18 +316,50 @@ __global__ void per_region_kernel(Job<T> job, unsigned long long* per_s, unsigne
 
 // Writes the pairs numbered [window, window + capacity) of the global numbering (offsets from the
 // scan of the counts) into out_s/out_u at position number - window, as positions in the sets.
+// Each thread's pairs are consecutive, but a warp's 32 threads write 32 far-apart places: one
+// 4-byte store per pair would cost a memory transaction each. So each thread stages its pairs in
+// shared memory by 32-byte sector (8 positions, aligned in the output, which cudaMalloc aligns)
+// and writes a full sector with two 16-byte stores per array; only the partial sectors at the ends
+// of its range are written one position at a time.
+constexpr unsigned kWriteThreads = 128;
 template <class T>
-__global__ void write_kernel(Job<T> job, const unsigned long long* offsets, const unsigned long long* counts,
-                             unsigned long long window, unsigned long long capacity, Index* out_s, Index* out_u) {
+__global__ void __launch_bounds__(kWriteThreads)
+    write_kernel(Job<T> job, const unsigned long long* offsets, const unsigned long long* counts,
+                 unsigned long long window, unsigned long long capacity, Index* out_s, Index* out_u) {
+  __shared__ __align__(16) Index stage_s[kWriteThreads * 8];
+  __shared__ __align__(16) Index stage_u[kWriteThreads * 8];
   const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= job.ss.n + job.su.n) return;
   const unsigned long long begin = offsets[r], end = begin + counts[r];
   if (end <= window || begin >= window + capacity) return;
+  Index* my_s = stage_s + threadIdx.x * 8;
+  Index* my_u = stage_u + threadIdx.x * 8;
+  const unsigned long long first = begin > window ? begin - window : 0;  // output positions this thread
+  const unsigned long long last = (end < window + capacity ? end : window + capacity) - window;  // writes
   unsigned long long at = begin;
+  unsigned long long from = first;                   // first output position staged and not yet written
+  const auto flush = [&](unsigned long long upto) {  // writes staged positions [from, upto)
+    if (upto == from) return;
+    const unsigned k0 = static_cast<unsigned>(from & 7);
+    if (k0 == 0 && upto - from == 8) {
+      reinterpret_cast<uint4*>(out_s + from)[0] = reinterpret_cast<const uint4*>(my_s)[0];
+      reinterpret_cast<uint4*>(out_s + from)[1] = reinterpret_cast<const uint4*>(my_s)[1];
+      reinterpret_cast<uint4*>(out_u + from)[0] = reinterpret_cast<const uint4*>(my_u)[0];
+      reinterpret_cast<uint4*>(out_u + from)[1] = reinterpret_cast<const uint4*>(my_u)[1];
+    } else {
+      for (unsigned long long o = from; o < upto; ++o) {
+        out_s[o] = my_s[o & 7];
+        out_u[o] = my_u[o & 7];
+      }
+    }
+    from = upto;
+  };
   auto put = [&](Index i, Index j) {
     if (at >= window && at < window + capacity) {
-      out_s[at - window] = i;
-      out_u[at - window] = j;
+      const unsigned long long o = at - window;
+      my_s[o & 7] = i;
+      my_u[o & 7] = j;
+      if ((o & 7) == 7) flush(o + 1);
     }
     ++at;
   };
@@ -267,6 +373,7 @@ __global__ void write_kernel(Job<T> job, const unsigned long long* offsets, cons
     for_each_from_update(job.rule, job.dims, job.plan, job.ss, job.su, r_u,
                          [&](std::size_t q) { put(job.ss.index[q], j); });
   }
+  flush(last);
 }
 
 unsigned blocks_for(std::size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
@@ -274,16 +381,16 @@ unsigned blocks_for(std::size_t n, unsigned threads) { return static_cast<unsign
 // One set sorted by (strip, lower_k) on the device, with its bounds gathered in that order.
 template <class T>
 struct DeviceSorted {
-  cuda::DeviceBuffer<Index> index;
-  cuda::DeviceBuffer<std::int64_t> strip_start;
-  cuda::DeviceBuffer<T> lo, hi;
+  PoolBuffer<Index> index;
+  PoolBuffer<std::int64_t> strip_start;
+  PoolBuffer<T> lo, hi;
   std::size_t n = 0;
   SortedSet<T, Index> view() const { return {index.data(), strip_start.data(), lo.data(), hi.data(), n}; }
 };
 
 template <class T>
 DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upper, std::size_t n, int dims,
-                               cuda::DeviceBuffer<char>& temp) {
+                               PoolBuffer<char>& temp) {
   DeviceSorted<T> out;
   out.n = n;
   const std::size_t m = std::max<std::size_t>(n, 1);
@@ -291,8 +398,8 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
   out.strip_start.resize(static_cast<std::size_t>(plan.cells()) + 1);
   out.lo.resize(m * static_cast<std::size_t>(dims));
   out.hi.resize(m * static_cast<std::size_t>(dims));
-  cuda::DeviceBuffer<T> keys_in(m), keys_out(m);
-  cuda::DeviceBuffer<Index> index_in(m);
+  PoolBuffer<T> keys_in(m), keys_out(m);
+  PoolBuffer<Index> index_in(m);
   const unsigned threads = 256;
   const T* lower_k = lower + static_cast<std::size_t>(plan.k) * n;
   if (n > 0) iota_and_keys<<<blocks_for(n, threads), threads>>>(lower_k, n, keys_in.data(), index_in.data());
@@ -306,7 +413,7 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
   if (n > 0) sort_pairs(keys_in.data(), keys_out.data(), index_in.data(), out.index.data());
   if (plan.cells() > 1 && n > 0) {
     // A stable second pass by strip keeps the lower_k order inside each strip.
-    cuda::DeviceBuffer<unsigned> strips_in(n), strips_out(n);
+    PoolBuffer<unsigned> strips_in(n), strips_out(n);
     strip_keys<<<blocks_for(n, threads), threads>>>(plan, lower, out.index.data(), n, strips_in.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
     sort_pairs(strips_in.data(), strips_out.data(), out.index.data(), index_in.data());
@@ -336,6 +443,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   }
   const cuda::DeviceGuard guard(device);
   if (s.size == 0 || u.size == 0) return 0;
+  keep_pool_memory();
   const std::size_t ns = s.size, nu = u.size, dims = static_cast<std::size_t>(s.dims);
   {
     // Device memory per region: the bounds twice (input and sorted), sort keys, indices, counts
@@ -351,7 +459,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     }
   }
   Clock::time_point t = Clock::now();
-  cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
   s_lo.upload(s.lower, ns * dims);
   s_hi.upload(s.upper, ns * dims);
   u_lo.upload(u.lower, nu * dims);
@@ -360,7 +468,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   report.upload_seconds = since(t);
 
   t = Clock::now();
-  cuda::DeviceBuffer<char> temp;
+  PoolBuffer<char> temp;
   const Plan<T> plan = device_plan(s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, s.dims, temp);
   const DeviceSorted<T> sorted_s = sort_on_device(plan, s_lo.data(), s_hi.data(), ns, s.dims, temp);
   const DeviceSorted<T> sorted_u = sort_on_device(plan, u_lo.data(), u_hi.data(), nu, u.dims, temp);
@@ -368,7 +476,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   const std::size_t regions = ns + nu;
   const unsigned threads = 128;
   if (mode == Output::PerRegion) {
-    cuda::DeviceBuffer<unsigned long long> d_per_s(ns), d_per_u(nu);
+    PoolBuffer<unsigned long long> d_per_s(ns), d_per_u(nu);
     d_per_s.fill_zero();
     d_per_u.fill_zero();
     per_region_kernel<<<blocks_for(regions, threads), threads>>>(job, d_per_s.data(), d_per_u.data());
@@ -385,7 +493,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     for (const std::uint64_t c : *per_s) total += c;
     return total;
   }
-  cuda::DeviceBuffer<unsigned long long> counts(regions), offsets(regions + 1), sum(1);
+  PoolBuffer<unsigned long long> counts(regions), offsets(regions + 1), sum(1);
   count_kernel<<<blocks_for(regions, threads), threads>>>(job, counts.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
@@ -411,12 +519,12 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   // A window holds at most chunk pairs (MatchOptions::chunk_pairs) and half the free memory.
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), fit, std::max<unsigned long long>(chunk, 1)});
-  cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
+  PoolBuffer<Index> out_s(capacity), out_u(capacity);
   PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {
-    write_kernel<<<blocks_for(regions, threads), threads>>>(job, offsets.data(), counts.data(), window, capacity,
-                                                            out_s.data(), out_u.data());
+    write_kernel<<<blocks_for(regions, kWriteThreads), kWriteThreads>>>(job, offsets.data(), counts.data(), window,
+                                                                        capacity, out_s.data(), out_u.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     const Clock::time_point o = Clock::now();
@@ -502,7 +610,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
                                      " MiB are free; use `algorithm` gpu (O(N + K) memory)");
   }
   Clock::time_point t = Clock::now();
-  cuda::DeviceBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
   s_lo.upload(s.lower, ns * dims);
   s_hi.upload(s.upper, ns * dims);
   u_lo.upload(u.lower, nu * dims);
@@ -510,14 +618,14 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   report.upload_seconds = since(t);
   t = Clock::now();
-  cuda::DeviceBuffer<unsigned> bits(ns * words);
+  PoolBuffer<unsigned> bits(ns * words);
   const unsigned threads = 128;
   const dim3 grid(blocks_for(words, threads), static_cast<unsigned>(std::min<std::size_t>(ns, 65535)),
                   static_cast<unsigned>((ns + 65534) / 65535));
   bitmatrix_fill<<<grid, threads>>>(rule, s.dims, s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, words,
                                     bits.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
-  cuda::DeviceBuffer<unsigned long long> rows(ns), columns, offsets(ns + 1);
+  PoolBuffer<unsigned long long> rows(ns), columns, offsets(ns + 1);
   if (mode == Output::PerRegion) {
     columns.resize(words * 32);
     columns.fill_zero();
@@ -526,7 +634,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
                                                        mode == Output::PerRegion ? columns.data() : nullptr);
   SIMKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
-  cuda::DeviceBuffer<char> temp;
+  PoolBuffer<char> temp;
   SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, rows.data(), offsets.data() + 1, ns));
   temp.resize(bytes);
   SIMKIT_CUDA_CHECK(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long)));
@@ -551,7 +659,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index))),
        std::max<unsigned long long>(chunk, 1)});
-  cuda::DeviceBuffer<Index> out_s(capacity), out_u(capacity);
+  PoolBuffer<Index> out_s(capacity), out_u(capacity);
   PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {

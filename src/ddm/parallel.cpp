@@ -159,10 +159,17 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
         }
       }
     } else {
+      // Counts in one dimension: run lengths, no candidate read (candidates.hpp, counts_by_run).
+      const bool by_run_s = mode == Output::Count && counts_by_run(rule, dims, true);
+      const bool by_run_u = mode == Output::Count && counts_by_run(rule, dims, false);
 #pragma omp for schedule(dynamic, 256) nowait
       for (std::int64_t a = 0; a < ns; ++a) {
         if (errors.failed()) continue;
         const auto r = static_cast<std::size_t>(a);
+        if (by_run_s) {
+          total += run_count_from_subscription(rule, vs, r, vu);
+          continue;
+        }
         const std::uint64_t i = vs.index[r];
         for_each_from_subscription(rule, dims, plan, vs, r, vu, [&](std::size_t q) { emit(i, vu.index[q]); });
       }
@@ -170,6 +177,10 @@ std::uint64_t parallel(const RegionView<T>& s, const RegionView<T>& u, Rule rule
       for (std::int64_t b = 0; b < nu; ++b) {
         if (errors.failed()) continue;
         const auto r = static_cast<std::size_t>(b);
+        if (by_run_u) {
+          total += run_count_from_update(rule, vs, vu, r);
+          continue;
+        }
         const std::uint64_t j = vu.index[r];
         for_each_from_update(rule, dims, plan, vs, vu, r, [&](std::size_t q) { emit(vs.index[q], j); });
       }
