@@ -435,19 +435,20 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
 
 }  // namespace
 
-// Counts in one dimension where every run's candidates intersect (counts_by_run): only the lower
-// bounds need sorting (keys alone, no index), and each region, in input order, finds its run in
-// the other set's sorted keys with two binary searches; no candidate is read.
+// Counts in one dimension where every run's candidates intersect (counts_by_run): each set is
+// sorted by lower bound with its upper bounds as the values (no index, no gather), and thread r
+// takes the r-th region of its set in that order, so that neighbouring threads' binary searches in
+// the other set's sorted lower bounds read the same cache lines; no candidate is read.
 template <class T>
 __global__ void run_count_kernel(Rule rule, const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo, const T* u_hi,
-                                 std::size_t nu, const T* s_keys, const T* u_keys, unsigned long long* counts) {
+                                 std::size_t nu, unsigned long long* counts) {
   const std::size_t r = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= ns + nu) return;
   std::size_t first = 0, last = 0;
   if (r < ns) {
-    run_from_subscription(rule, u_keys, 0, nu, s_lo[r], s_hi[r], first, last);
+    run_from_subscription(rule, u_lo, 0, nu, s_lo[r], s_hi[r], first, last);
   } else {
-    run_from_update(rule, s_keys, 0, ns, u_lo[r - ns], u_hi[r - ns], first, last);
+    run_from_update(rule, s_lo, 0, ns, u_lo[r - ns], u_hi[r - ns], first, last);
   }
   counts[r] = last - first;
 }
@@ -455,17 +456,18 @@ __global__ void run_count_kernel(Rule rule, const T* s_lo, const T* s_hi, std::s
 template <class T>
 unsigned long long count_1d_by_runs(Rule rule, const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo,
                                     const T* u_hi, std::size_t nu, PoolBuffer<char>& temp) {
-  PoolBuffer<T> s_keys(ns), u_keys(nu);
-  for (auto [in, out, n] : {std::tuple{s_lo, s_keys.data(), ns}, std::tuple{u_lo, u_keys.data(), nu}}) {
+  PoolBuffer<T> s_lo_sorted(ns), s_hi_sorted(ns), u_lo_sorted(nu), u_hi_sorted(nu);
+  for (auto [lo, hi, lo_out, hi_out, n] : {std::tuple{s_lo, s_hi, s_lo_sorted.data(), s_hi_sorted.data(), ns},
+                                           std::tuple{u_lo, u_hi, u_lo_sorted.data(), u_hi_sorted.data(), nu}}) {
     std::size_t bytes = 0;
-    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, n));
+    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, lo, lo_out, hi, hi_out, n));
     if (temp.size() < bytes) temp.resize(bytes);
-    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, in, out, n));
+    SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, lo, lo_out, hi, hi_out, n));
   }
   const std::size_t regions = ns + nu;
   PoolBuffer<unsigned long long> counts(regions), sum(1);
-  run_count_kernel<<<blocks_for(regions, 256), 256>>>(rule, s_lo, s_hi, ns, u_lo, u_hi, nu, s_keys.data(),
-                                                      u_keys.data(), counts.data());
+  run_count_kernel<<<blocks_for(regions, 256), 256>>>(rule, s_lo_sorted.data(), s_hi_sorted.data(), ns,
+                                                      u_lo_sorted.data(), u_hi_sorted.data(), nu, counts.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
   SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts.data(), sum.data(), regions));
