@@ -134,15 +134,12 @@ struct SortedSet {
   SIMKIT_HD const T* key(int k) const { return lo + static_cast<std::size_t>(k) * n; }
 };
 
-// Calls visit(q) for every update at sorted position q that intersects the subscription at sorted
-// position r and is found from the subscription's side.
-// Calls visit(q) for every region of `other` (sorted position q) in the cells that region r of
-// `self` can reach, within the run that `run` gives, and that intersects it. `self_is_s` orders
-// the arguments of the full test (subscription first).
-template <bool kSelfIsS, class T, class I, class Run, class Visit>
-SIMKIT_HD inline void for_each_candidate(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& self,
-                                         std::size_t r, const SortedSet<T, I>& other, T side2, T side3, Run run,
-                                         Visit visit) {
+// Calls runs(first, last) for every run of candidates of `other` (sorted positions [first, last))
+// in the cells that region r of `self` can reach, as `run` gives them: the candidates still need the
+// full test (for_each_candidate below does it one by one; the cpu matcher in blocks).
+template <class T, class I, class Run, class Runs>
+SIMKIT_HD inline void for_each_run(const Plan<T>& p, const SortedSet<T, I>& self, std::size_t r,
+                                   const SortedSet<T, I>& other, T side2, T side3, Run run, Runs runs) {
   std::int64_t a2 = 0, b2 = 0, a3 = 0, b3 = 0;
   if (p.k2 >= 0)
     cell_range(p.min2, p.width2, p.cells2, self.lo[p.k2 * self.n + r], self.hi[p.k2 * self.n + r], side2, a2, b2);
@@ -156,25 +153,50 @@ SIMKIT_HD inline void for_each_candidate(Rule rule, int dims, const Plan<T>& p, 
       std::size_t first, last;
       run(key, static_cast<std::size_t>(other.strip_start[t]), static_cast<std::size_t>(other.strip_start[t + 1]), lo,
           hi, first, last);
-      for (std::size_t q = first; q < last; ++q) {
-        const bool hit = kSelfIsS ? intersects(rule, dims, self.lo, self.hi, self.n, r, other.lo, other.hi, other.n, q)
-                                  : intersects(rule, dims, other.lo, other.hi, other.n, q, self.lo, self.hi, self.n, r);
-        if (hit) visit(q);
-      }
+      if (first < last) runs(first, last);
     }
 }
+
+// Calls visit(q) for every region of `other` (sorted position q) in the cells that region r of
+// `self` can reach, within the run that `run` gives, and that intersects it. `self_is_s` orders
+// the arguments of the full test (subscription first).
+template <bool kSelfIsS, class T, class I, class Run, class Visit>
+SIMKIT_HD inline void for_each_candidate(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& self,
+                                         std::size_t r, const SortedSet<T, I>& other, T side2, T side3, Run run,
+                                         Visit visit) {
+  for_each_run(p, self, r, other, side2, side3, run, [&](std::size_t first, std::size_t last) {
+    for (std::size_t q = first; q < last; ++q) {
+      const bool hit = kSelfIsS ? intersects(rule, dims, self.lo, self.hi, self.n, r, other.lo, other.hi, other.n, q)
+                                : intersects(rule, dims, other.lo, other.hi, other.n, q, self.lo, self.hi, self.n, r);
+      if (hit) visit(q);
+    }
+  });
+}
+
+// The runs from a subscription's side and from an update's side (the run functions above).
+template <class T>
+struct RunFromSubscription {
+  Rule rule;
+  SIMKIT_HD void operator()(const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first,
+                            std::size_t& last) const {
+    run_from_subscription(rule, key, b, e, lo, hi, first, last);
+  }
+};
+template <class T>
+struct RunFromUpdate {
+  Rule rule;
+  SIMKIT_HD void operator()(const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first,
+                            std::size_t& last) const {
+    run_from_update(rule, key, b, e, lo, hi, first, last);
+  }
+};
 
 // Calls visit(q) for every update at sorted position q that intersects the subscription at sorted
 // position r and is found from the subscription's side.
 template <class T, class I, class Visit>
 SIMKIT_HD inline void for_each_from_subscription(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& ss,
                                                  std::size_t r, const SortedSet<T, I>& su, Visit visit) {
-  for_each_candidate<true>(
-      rule, dims, p, ss, r, su, p.side_u2, p.side_u3,
-      [rule](const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first, std::size_t& last) {
-        run_from_subscription(rule, key, b, e, lo, hi, first, last);
-      },
-      visit);
+  for_each_candidate<true>(rule, dims, p, ss, r, su, p.side_u2, p.side_u3, RunFromSubscription<T>{rule}, visit);
 }
 
 // Calls visit(q) for every subscription at sorted position q that intersects the update at sorted
@@ -182,12 +204,7 @@ SIMKIT_HD inline void for_each_from_subscription(Rule rule, int dims, const Plan
 template <class T, class I, class Visit>
 SIMKIT_HD inline void for_each_from_update(Rule rule, int dims, const Plan<T>& p, const SortedSet<T, I>& ss,
                                            const SortedSet<T, I>& su, std::size_t r, Visit visit) {
-  for_each_candidate<false>(
-      rule, dims, p, su, r, ss, p.side_s2, p.side_s3,
-      [rule](const T* key, std::size_t b, std::size_t e, T lo, T hi, std::size_t& first, std::size_t& last) {
-        run_from_update(rule, key, b, e, lo, hi, first, last);
-      },
-      visit);
+  for_each_candidate<false>(rule, dims, p, su, r, ss, p.side_s2, p.side_s3, RunFromUpdate<T>{rule}, visit);
 }
 
 // In one dimension a run is exactly the rule's condition on the other side's lower bounds, so every
