@@ -96,6 +96,10 @@ void BM_DdmStorePairs(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<std::vector<Match>> per_worker(static_cast<std::size_t>(workers));
     std::vector<Match> one;
+    if (state.range(1) == 3) {
+      const auto expected = static_cast<std::uint64_t>(1.01e8);  // 2^(2-2) x 100 x 10^6, and 1 % more
+      for (auto& v : per_worker) v.reserve(2 * expected / static_cast<std::uint64_t>(workers));  // untouched: free
+    }
     const auto start = std::chrono::steady_clock::now();
     if (state.range(1) == 2) {
       const std::uint64_t expected = count_pairs(view(s), view(u), o).pairs;
@@ -124,9 +128,11 @@ BENCHMARK(BM_DdmStorePairs)
     ->Args({2, 0})
     ->Args({2, 1})
     ->Args({2, 2})
+    ->Args({2, 3})
     ->Args({3, 0})
     ->Args({3, 1})
     ->Args({3, 2})
+    ->Args({3, 3})
     ->UseManualTime()
     ->Iterations(2)
     ->Unit(benchmark::kMillisecond);

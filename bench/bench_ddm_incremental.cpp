@@ -7,7 +7,8 @@
 // update of the pair lists); making a batch is not timed. For comparison, counters give one full
 // rematch of the final sets with the same backend (match_pairs with every pair delivered to a
 // sink that only counts them: a lower bound for computing the delta that way) and the
-// construction time.
+// construction time. BM_DdmReplay replays a federation's ticks (ddm::replay, as `simkit ddm
+// replay` does) on `generate --moving` entities with waypoint mobility: the latency of a tick's batch.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "simkit/ddm/incremental.hpp"
+#include "simkit/ddm/replay.hpp"
 
 namespace {
 
@@ -157,6 +159,46 @@ BENCHMARK(BM_DdmIncremental)
     ->Args({3, 1000000, 2, 100, 10})
     ->UseManualTime()
     ->Iterations(10)
+    ->Unit(benchmark::kMillisecond);
+
+// `simkit ddm replay --mobility waypoint --ticks 200` on `generate --moving`'s workload: one replay per iteration
+// (the matcher built afresh, not timed), its mean tick (apply() of the batch) as the manual time.
+// Args: backend (2 cpu, 3 cuda), N, dims, alpha, entities moved per tick in per mille.
+void BM_DdmReplay(benchmark::State& state) {
+  const auto backend = static_cast<Backend>(state.range(0));
+  if (skip_without_cuda(state, backend)) return;
+  // `simkit ddm generate --moving`: N/2 entities, each an update and its area of interest.
+  const Regions<double>& regions =
+      generated(static_cast<std::uint64_t>(state.range(1)), static_cast<int>(state.range(2)),
+                static_cast<double>(state.range(3)), true);
+  ReplayOptions options;
+  options.ticks = 200;
+  options.mobility = Mobility::Waypoint;
+  options.move_fraction = static_cast<double>(state.range(4)) / 1000.0;
+  MatchOptions o;
+  o.backend = backend;
+  ReplayResult r;
+  for (auto _ : state) {
+    r = replay(regions, options, o);
+    state.SetIterationTime(r.mean_seconds);
+  }
+  state.counters["p50_s"] = r.p50_seconds;
+  state.counters["p99_s"] = r.p99_seconds;
+  state.counters["max_s"] = r.max_seconds;
+  state.counters["ticks_per_s"] = r.ticks_per_second;
+  state.counters["moves"] = static_cast<double>(r.moves_per_tick);
+  state.counters["pairs"] = static_cast<double>(r.final_pairs);
+  state.counters["build_s"] = r.build_seconds;
+  state.SetLabel(device_description(resolve_backend(backend, o.device), o.device, o.threads));
+}
+BENCHMARK(BM_DdmReplay)
+    ->ArgNames({"backend", "N", "d", "alpha", "permille"})
+    ->Args({2, 1000000, 2, 100, 1})
+    ->Args({2, 1000000, 2, 100, 10})
+    ->Args({3, 1000000, 2, 100, 1})
+    ->Args({3, 1000000, 2, 100, 10})
+    ->UseManualTime()
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

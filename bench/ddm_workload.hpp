@@ -19,15 +19,15 @@
 
 namespace simkit::ddm {
 
-// The workload of `simkit ddm generate --n N --alpha A --dims D` (seed 1, doubles, volume sides,
-// uniform lower bounds): ddm::generate itself, cached so that the benchmark cases of one workload
-// share it.
-inline const std::pair<RegionSet<double>, RegionSet<double>>& workload(std::uint64_t n, int dims, double alpha) {
-  static std::map<std::tuple<std::uint64_t, int, double>, std::pair<RegionSet<double>, RegionSet<double>>> cache;
-  const auto key = std::make_tuple(n, dims, alpha);
+// The workload of `simkit ddm generate --n N --alpha A --dims D [--moving]` (seed 1, doubles,
+// volume sides, uniform lower bounds): ddm::generate itself, cached so that the benchmark cases of
+// one workload share it (one large workload at a time).
+inline const Regions<double>& generated(std::uint64_t n, int dims, double alpha, bool moving = false) {
+  static std::map<std::tuple<std::uint64_t, int, double, bool>, Regions<double>> cache;
+  const auto key = std::make_tuple(n, dims, alpha, moving);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    cache.clear();  // one large workload at a time
+    cache.clear();
     GenerateOptions options;
     options.n = n;
     options.alpha = alpha;
@@ -35,10 +35,16 @@ inline const std::pair<RegionSet<double>, RegionSet<double>>& workload(std::uint
     options.side = SideRule::Volume;
     options.seed = 1;
     options.length = 1e6;
-    Regions<double> regions = std::get<Regions<double>>(generate(options));
-    it = cache.emplace(key, std::make_pair(std::move(regions.subscriptions), std::move(regions.updates))).first;
+    options.moving = moving;
+    it = cache.emplace(key, std::get<Regions<double>>(generate(options))).first;
   }
   return it->second;
+}
+
+// The same as (subscriptions, updates).
+inline std::pair<const RegionSet<double>&, const RegionSet<double>&> workload(std::uint64_t n, int dims, double alpha) {
+  const Regions<double>& r = generated(n, dims, alpha);
+  return {r.subscriptions, r.updates};
 }
 
 // Marks a cuda case skipped (and returns true) when no CUDA device is usable.

@@ -3,28 +3,24 @@
 // counts, or keep a matcher alive over ticks of moving regions.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "common.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
-#include "core/rng.hpp"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/ddm/ddm.hpp"
 #include "simkit/ddm/generate.hpp"
-#include "simkit/ddm/incremental.hpp"
 #include "simkit/ddm/io.hpp"
+#include "simkit/ddm/replay.hpp"
 
 namespace simkit::cli {
 
@@ -269,353 +265,87 @@ struct ReplayArgs {
   bool step_given = false, speed_given = false;  // named on the command line
 };
 
-// How the regions move (docs/ddm.md, "simkit ddm replay"). RegionWalk moves regions one by one;
-// Walk and Waypoint move entities, a subscription and an update with the same id, together.
-enum class Mobility { RegionWalk, Walk, Waypoint };
-constexpr Named<Mobility> kMobilityNames[] = {
-    {Mobility::RegionWalk, "region-walk"}, {Mobility::Walk, "walk"}, {Mobility::Waypoint, "waypoint"}};
-
-Mobility parse_mobility(const std::string& text) {
-  if (const auto m = value_of(kMobilityNames, text)) return *m;
-  throw UserError(fmt::format("--mobility {}: expected {}", text, names_text(kMobilityNames)));
-}
-
-// Stream tags of replay's draws: the regions or entities chosen in a tick (keyed by the tick), and an
-// entity's moves (keyed by the entity and the tick).
-constexpr std::uint32_t kChoiceTag = 0x72706c79u;      // "rply"
-constexpr std::uint32_t kEntityMoveTag = 0x656e7479u;  // "enty"
-
-// The entities of a file: entity e is subscription s[e] and update u[e] (positions), with the same id.
-// Walk and waypoint need every subscription id to be an update id and vice versa.
-struct Entities {
-  std::vector<std::size_t> s, u;
-};
-
-template <class T>
-Entities pair_entities(const Regions<T>& r, const ReplayArgs& a) {
-  std::unordered_map<std::uint64_t, std::size_t> update_at;
-  update_at.reserve(r.updates.size());
-  for (std::size_t j = 0; j < r.updates.size(); ++j) update_at.emplace(r.updates.ids[j], j);
-  const auto unpaired = [&](const char* set, std::uint64_t id, const char* other) {
-    return UserError(
-        fmt::format("--input {}: --mobility {} moves entities, a subscription and an update with the same "
-                    "id, but {} {} has no {} with that id (ddm generate --moving writes paired files; "
-                    "--mobility region-walk moves any file)",
-                    a.input, a.mobility, set, id, other));
-  };
-  Entities out;
-  out.s.reserve(r.subscriptions.size());
-  out.u.reserve(r.subscriptions.size());
-  for (std::size_t i = 0; i < r.subscriptions.size(); ++i) {
-    const auto found = update_at.find(r.subscriptions.ids[i]);
-    if (found == update_at.end()) throw unpaired("subscription", r.subscriptions.ids[i], "update");
-    out.s.push_back(i);
-    out.u.push_back(found->second);
-  }
-  if (r.updates.size() != r.subscriptions.size()) {  // ids are unique per set: some update has no subscription
-    std::unordered_set<std::uint64_t> subscribed(r.subscriptions.ids.begin(), r.subscriptions.ids.end());
-    for (const std::uint64_t id : r.updates.ids)
-      if (subscribed.count(id) == 0) throw unpaired("update", id, "subscription");
-  }
-  return out;
-}
-
-// `v` moved by `shift` (a whole number for integer coordinates), but by no more than the room below or
-// above it, counted exactly in T: a u64 bound near 2^64 or above 2^53 never wraps or leaves the box
-// however the double `shift` rounded.
-template <class T>
-T shifted(T v, double shift, T room_below, T room_above) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return v + std::clamp(shift, -static_cast<double>(room_below), static_cast<double>(room_above));
-  } else {
-    const auto magnitude = static_cast<std::uint64_t>(std::fabs(shift));
-    if (shift < 0) return static_cast<T>(v - static_cast<T>(std::min<std::uint64_t>(magnitude, room_below)));
-    return static_cast<T>(v + static_cast<T>(std::min<std::uint64_t>(magnitude, room_above)));
-  }
-}
-
-// One entity's moves: a random walk (Walk) or towards waypoints (Waypoint, which keeps a destination
-// per entity). Both regions move by the same displacement, kept inside the regions' bounding box.
-template <class T>
-class EntityMover {
- public:
-  EntityMover(const ReplayArgs& a, Mobility mobility, std::vector<T> box_lo, std::vector<T> box_hi,
-              std::size_t entities)
-      : a_(a), mobility_(mobility), box_lo_(std::move(box_lo)), box_hi_(std::move(box_hi)), dims_(box_lo_.size()) {
-    if (mobility_ == Mobility::Waypoint) {
-      destination_.assign(entities * dims_, 0.0);
-      has_destination_.assign(entities, false);
-    }
-  }
-
-  // Moves entity e (subscription si of s, update ui of u) at `tick`, in place, with draws keyed by
-  // (seed, e, tick); appends the two changes to `batch`.
-  void move(std::size_t e, std::int64_t tick, RegionSet<T>& s, std::size_t si, RegionSet<T>& u, std::size_t ui,
-            std::vector<Change<T>>& batch) {
-    RngStream rng(a_.common.seed, StreamId{static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(tick),
-                                           kEntityMoveTag ^ static_cast<std::uint32_t>(e >> 32)});
-    // How far the pair may go each way in each dimension, exactly.
-    std::vector<T> below(dims_), above(dims_);
-    for (std::size_t d = 0; d < dims_; ++d) {
-      const int di = static_cast<int>(d);
-      below[d] = static_cast<T>(std::min(s.lo(si, di), u.lo(ui, di)) - box_lo_[d]);
-      above[d] = static_cast<T>(box_hi_[d] - std::max(s.hi(si, di), u.hi(ui, di)));
-    }
-    std::vector<double> shift(dims_, 0.0);
-    if (mobility_ == Mobility::Walk) {
-      for (std::size_t d = 0; d < dims_; ++d) {
-        const int di = static_cast<int>(d);
-        const double extent = static_cast<double>(u.hi(ui, di)) - static_cast<double>(u.lo(ui, di));
-        shift[d] = rng.normal() * a_.step * (extent > 0 ? extent : 1.0);
-        if constexpr (!std::is_floating_point_v<T>) shift[d] = std::round(shift[d]);
-      }
-    } else {
-      waypoint_shift(e, rng, u, ui, below, above, shift);
-    }
-    std::vector<T> s_lower(dims_), s_upper(dims_), u_lower(dims_), u_upper(dims_);
-    for (std::size_t d = 0; d < dims_; ++d) {
-      const int di = static_cast<int>(d);
-      s_lower[d] = shifted(s.lo(si, di), shift[d], below[d], above[d]);
-      s_upper[d] = shifted(s.hi(si, di), shift[d], below[d], above[d]);
-      u_lower[d] = shifted(u.lo(ui, di), shift[d], below[d], above[d]);
-      u_upper[d] = shifted(u.hi(ui, di), shift[d], below[d], above[d]);
-      s.lower[d * s.size() + si] = s_lower[d];
-      s.upper[d * s.size() + si] = s_upper[d];
-      u.lower[d * u.size() + ui] = u_lower[d];
-      u.upper[d * u.size() + ui] = u_upper[d];
-    }
-    batch.push_back(Change<T>::move(Role::Subscription, s.ids[si], std::move(s_lower), std::move(s_upper)));
-    batch.push_back(Change<T>::move(Role::Update, u.ids[ui], std::move(u_lower), std::move(u_upper)));
-  }
-
- private:
-  // Towards the entity's destination (a position of the update's lower corner where both regions
-  // lie in the box) by `speed` x the update's mean side, arriving when it is that close.
-  void waypoint_shift(std::size_t e, RngStream& rng, const RegionSet<T>& u, std::size_t ui, const std::vector<T>& below,
-                      const std::vector<T>& above, std::vector<double>& shift) {
-    double* dest = &destination_[e * dims_];
-    std::vector<double> at(dims_);
-    double side = 0;
-    for (std::size_t d = 0; d < dims_; ++d) {
-      at[d] = static_cast<double>(u.lo(ui, static_cast<int>(d)));
-      side += static_cast<double>(u.hi(ui, static_cast<int>(d))) - at[d];
-    }
-    side /= static_cast<double>(dims_);
-    const double step = a_.speed * (side > 0 ? side : 1.0);
-    // A new destination on arrival takes effect at the entity's next move, drawn from that tick's stream.
-    if (!has_destination_[e]) {
-      draw_destination(rng, at, below, above, dest);
-      has_destination_[e] = true;
-    }
-    double distance = 0;
-    for (std::size_t d = 0; d < dims_; ++d) distance += (dest[d] - at[d]) * (dest[d] - at[d]);
-    distance = std::sqrt(distance);
-    if (distance <= step) {
-      for (std::size_t d = 0; d < dims_; ++d) shift[d] = dest[d] - at[d];
-      has_destination_[e] = false;
-      return;
-    }
-    std::size_t widest = 0;
-    bool any = false;
-    for (std::size_t d = 0; d < dims_; ++d) {
-      shift[d] = (dest[d] - at[d]) * step / distance;
-      if constexpr (!std::is_floating_point_v<T>) shift[d] = std::round(shift[d]);
-      any = any || shift[d] != 0;
-      if (std::fabs(dest[d] - at[d]) > std::fabs(dest[widest] - at[widest])) widest = d;
-    }
-    // Integer coordinates and a step under half a unit: one unit along the longest way, so that the
-    // entity still arrives.
-    if (!any) shift[widest] = dest[widest] > at[widest] ? 1.0 : -1.0;
-  }
-
-  // A destination uniform among the positions `at` - below .. `at` + above (whole numbers for integers).
-  void draw_destination(RngStream& rng, const std::vector<double>& at, const std::vector<T>& below,
-                        const std::vector<T>& above, double* dest) const {
-    for (std::size_t d = 0; d < dims_; ++d) {
-      const double lo = at[d] - static_cast<double>(below[d]);
-      const double width = static_cast<double>(below[d]) + static_cast<double>(above[d]);
-      if constexpr (std::is_floating_point_v<T>) {
-        dest[d] = lo + rng.uniform() * width;
-      } else {
-        dest[d] = lo + std::min(std::floor(rng.uniform() * (width + 1)), width);
-      }
-    }
-  }
-
-  const ReplayArgs& a_;
-  Mobility mobility_;
-  std::vector<T> box_lo_, box_hi_;
-  std::size_t dims_;
-  std::vector<double> destination_;  // entity e's, at [e * dims, (e + 1) * dims)
-  std::vector<bool> has_destination_;
-};
-
-// A federation's ticks: each tick moves a fraction of all regions (region-walk: both sets, chosen
-// uniformly, a random walk of sd `step` x the region's own extent per dimension) or of all entities
-// (walk, waypoint: both regions of an entity by one displacement), kept inside the regions' bounding
-// box, and applies the moves to an IncrementalMatcher as one batch. Deterministic for a seed.
-template <class T>
-nlohmann::json replay(Regions<T> r, const ReplayArgs& a, Mobility mobility, const MatchOptions& o, Progress& progress) {
-  const int dims = r.dims();
-  std::vector<T> box_lo(static_cast<std::size_t>(dims)), box_hi(static_cast<std::size_t>(dims));
-  for (int d = 0; d < dims; ++d) {
-    bool first = true;
-    for (const RegionSet<T>* set : {&r.subscriptions, &r.updates}) {
-      for (std::size_t i = 0; i < set->size(); ++i) {
-        const T lo = set->lo(i, d), hi = set->hi(i, d);
-        if (first || lo < box_lo[static_cast<std::size_t>(d)]) box_lo[static_cast<std::size_t>(d)] = lo;
-        if (first || hi > box_hi[static_cast<std::size_t>(d)]) box_hi[static_cast<std::size_t>(d)] = hi;
-        first = false;
-      }
-    }
-  }
-  const std::size_t ns = r.subscriptions.size(), nu = r.updates.size(), total = ns + nu;
-  if (total == 0) throw UserError("--input " + a.input + ": no regions");
-  const bool entity_moves = mobility != Mobility::RegionWalk;
-  const Entities entities = entity_moves ? pair_entities(r, a) : Entities{};
-  // What is chosen each tick: regions, or entities (each two regions).
-  const std::size_t population = entity_moves ? entities.s.size() : total;
-  const auto chosen_per_tick =
-      std::min(population, static_cast<std::size_t>(std::llround(a.move_fraction * static_cast<double>(population))));
-  const std::size_t moves = entity_moves ? 2 * chosen_per_tick : chosen_per_tick;
-  EntityMover<T> mover(a, mobility, box_lo, box_hi, population);
-  Stopwatch build;
-  IncrementalMatcher<T> matcher(r.subscriptions, r.updates, o);
-  const double build_seconds = build.seconds();
-  const std::uint64_t initial_pairs = matcher.pairs();
-  std::vector<double> latency;
-  std::uint64_t gained = 0, lost = 0;
-  for (std::int64_t tick = 0; tick < a.ticks; ++tick) {
-    throw_if_signalled();
-    RngStream rng(a.common.seed, StreamId::from64(static_cast<std::uint64_t>(tick), kChoiceTag));
-    std::vector<Change<T>> batch;
-    batch.reserve(moves);
-    std::unordered_set<std::size_t> chosen;
-    while (chosen.size() < chosen_per_tick) {
-      const auto k = static_cast<std::size_t>(rng.uniform() * static_cast<double>(population)) % population;
-      if (!chosen.insert(k).second) continue;
-      if (entity_moves) {
-        mover.move(k, tick, r.subscriptions, entities.s[k], r.updates, entities.u[k], batch);
-        continue;
-      }
-      RegionSet<T>& set = k < ns ? r.subscriptions : r.updates;
-      const std::size_t i = k < ns ? k : k - ns;
-      std::vector<T> lower(static_cast<std::size_t>(dims)), upper(static_cast<std::size_t>(dims));
-      for (int d = 0; d < dims; ++d) {
-        const double lo = static_cast<double>(set.lo(i, d)), hi = static_cast<double>(set.hi(i, d));
-        const double extent = hi - lo, blo = static_cast<double>(box_lo[static_cast<std::size_t>(d)]);
-        const double bhi = static_cast<double>(box_hi[static_cast<std::size_t>(d)]);
-        double shift = rng.normal() * a.step * (extent > 0 ? extent : 1.0);
-        if constexpr (!std::is_floating_point_v<T>) shift = std::round(shift);
-        const double new_lo = std::clamp(lo + shift, blo, std::max(blo, bhi - extent));
-        lower[static_cast<std::size_t>(d)] = static_cast<T>(new_lo);
-        upper[static_cast<std::size_t>(d)] = static_cast<T>(new_lo + extent);
-        set.lower[static_cast<std::size_t>(d) * set.size() + i] = lower[static_cast<std::size_t>(d)];
-        set.upper[static_cast<std::size_t>(d) * set.size() + i] = upper[static_cast<std::size_t>(d)];
-      }
-      batch.push_back(
-          Change<T>::move(k < ns ? Role::Subscription : Role::Update, set.ids[i], std::move(lower), std::move(upper)));
-    }
-    Stopwatch sw;
-    const Delta delta = matcher.apply(batch);
-    latency.push_back(sw.seconds());
-    gained += delta.gained.size();
-    lost += delta.lost.size();
-    progress.update(static_cast<double>(tick + 1), static_cast<double>(a.ticks));
-  }
-  progress.finish();
-  std::optional<bool> verified;
-  if (a.verify) {
-    const std::uint64_t full = count_pairs(view(r.subscriptions), view(r.updates), o).pairs;
-    verified = full == matcher.pairs();
-    if (!*verified)
-      throw InternalError(
-          fmt::format("ddm replay: {} pairs kept incrementally, {} by a full rematch", matcher.pairs(), full));
-  }
-  double sum = 0;
-  for (double l : latency) sum += l;
-  std::vector<double> sorted = latency;
-  std::sort(sorted.begin(), sorted.end());
-  const auto quantile = [&](double q) {
-    if (sorted.empty()) return 0.0;
-    const double pos = q * static_cast<double>(sorted.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-  };
-  return {{"subscriptions", ns},
-          {"updates", nu},
-          {"dims", dims},
-          {"ticks", a.ticks},
-          {"mobility", std::string(name_of(kMobilityNames, mobility))},
-          {"entities", entity_moves ? nlohmann::json(population) : nlohmann::json(nullptr)},
-          {"entities_per_tick", entity_moves ? nlohmann::json(chosen_per_tick) : nlohmann::json(nullptr)},
-          {"moves_per_tick", moves},
-          {"move_fraction", a.move_fraction},
-          {"initial_pairs", initial_pairs},
-          {"final_pairs", matcher.pairs()},
-          {"pairs_gained", gained},
-          {"pairs_lost", lost},
-          {"build_seconds", build_seconds},
-          {"latency_seconds",
-           {{"p50", quantile(0.5)},
-            {"p99", quantile(0.99)},
-            {"max", sorted.empty() ? 0.0 : sorted.back()},
-            {"mean", latency.empty() ? 0.0 : sum / static_cast<double>(latency.size())}}},
-          {"ticks_per_second", sum > 0 ? static_cast<double>(latency.size()) / sum : 0.0},
-          {"verified", verified ? nlohmann::json(*verified) : nlohmann::json(nullptr)}};
-}
-
+// The replay itself is the library's (ddm/replay.hpp); this reads the file, maps its errors to flags
+// and prints the summary.
 int run_replay(const ReplayArgs& a) {
   Stopwatch clock;
-  if (a.ticks < 1) throw UserError(fmt::format("--ticks {}: must be >= 1", a.ticks));
-  if (!(a.move_fraction >= 0 && a.move_fraction <= 1))
-    throw UserError(fmt::format("--move-fraction {}: must lie in [0, 1]", a.move_fraction));
-  if (!(a.step >= 0) || !std::isfinite(a.step)) throw UserError(fmt::format("--step {}: must be >= 0", a.step));
-  const Mobility mobility = parse_mobility(a.mobility);
-  if (a.speed_given && mobility != Mobility::Waypoint) {
+  ReplayOptions options;
+  options.ticks = a.ticks;
+  options.move_fraction = a.move_fraction;
+  options.step = a.step;
+  options.speed = a.speed;
+  options.mobility = parse_mobility(a.mobility);
+  options.seed = a.common.seed;
+  options.verify = a.verify;
+  // Defaults are fine for every mobility; a flag named for the wrong one is a mistake.
+  if (a.speed_given && options.mobility != Mobility::Waypoint) {
     throw UserError(
         fmt::format("--speed: sets the pace of --mobility waypoint, not of --mobility {}; use --step", a.mobility));
   }
-  if (a.step_given && mobility == Mobility::Waypoint) {
+  if (a.step_given && options.mobility == Mobility::Waypoint) {
     throw UserError(
         "--step: sets the random walks (--mobility region-walk or walk); --mobility waypoint moves at "
         "--speed");
   }
-  if (!(a.speed > 0) || !std::isfinite(a.speed)) throw UserError(fmt::format("--speed {}: must be > 0", a.speed));
+  validate(options);  // before a possibly large file is read
   MatchOptions o = match_options(a.rule, a.algorithm, a.common);
   check_backend(o);
   o.backend = resolve_backend(o.backend, o.device);
+  o.stop = [] { return stop_signal() != 0; };
   const std::optional<Coords> coords = coords_option(a.coords);
   AnyRegions regions = read_regions(a.input, coords);
   Progress progress("ddm replay", "ticks", a.common.quiet);
-  nlohmann::json doc = std::visit([&](auto& r) { return replay(std::move(r), a, mobility, o, progress); }, regions);
-  const double ticks_per_second = doc["ticks_per_second"].get<double>();
+  const auto on_tick = [&progress](double done, double total) { progress.update(done, total); };
+  ReplayResult r;
+  try {
+    r = std::visit([&](auto& any) { return replay(std::move(any), options, o, on_tick); }, regions);
+  } catch (const UserError& e) {
+    // The regions are the file's: "--input FILE: ...", the rest of the message with flags for fields.
+    if (e.field() != "regions") throw;
+    throw UserError(fmt::format("--input {}{}", a.input, cli_message(UserError(std::string(), e.detail()))));
+  }
+  progress.finish();
+  const auto optional_count = [](const std::optional<std::size_t>& n) {
+    return n ? nlohmann::json(*n) : nlohmann::json(nullptr);
+  };
   RunSummary summary;
   summary.command = "simkit ddm replay";
   summary.backend = std::string(simkit::to_string(o.backend));
   summary.device = device_description(o.backend, o.device, o.threads);
   summary.wall_seconds = clock.seconds();
-  summary.throughput = ticks_per_second;
+  summary.throughput = r.ticks_per_second;
   summary.throughput_unit = "ticks";
-  doc["input"] = a.input;
-  doc["rule"] = std::string(to_string(o.rule));
-  doc["seed"] = a.common.seed;
-  summary.extra = doc;
+  summary.extra = {{"subscriptions", r.subscriptions},
+                   {"updates", r.updates},
+                   {"dims", r.dims},
+                   {"ticks", r.ticks},
+                   {"mobility", std::string(to_string(r.mobility))},
+                   {"entities", optional_count(r.entities)},
+                   {"entities_per_tick", optional_count(r.entities_per_tick)},
+                   {"moves_per_tick", r.moves_per_tick},
+                   {"move_fraction", r.move_fraction},
+                   {"initial_pairs", r.initial_pairs},
+                   {"final_pairs", r.final_pairs},
+                   {"pairs_gained", r.pairs_gained},
+                   {"pairs_lost", r.pairs_lost},
+                   {"build_seconds", r.build_seconds},
+                   {"latency_seconds",
+                    {{"p50", r.p50_seconds}, {"p99", r.p99_seconds}, {"max", r.max_seconds}, {"mean", r.mean_seconds}}},
+                   {"ticks_per_second", r.ticks_per_second},
+                   {"verified", options.verify ? nlohmann::json(r.verified) : nlohmann::json(nullptr)},
+                   {"input", a.input},
+                   {"rule", std::string(to_string(o.rule))},
+                   {"seed", a.common.seed}};
   if (a.common.json) {
     summary.print(true);
   } else {
-    const auto& l = doc["latency_seconds"];
-    const std::string entities = mobility == Mobility::RegionWalk
-                                     ? std::string()
-                                     : fmt::format(" ({} of {} entities)", doc["entities_per_tick"].get<std::size_t>(),
-                                                   doc["entities"].get<std::size_t>());
+    const std::string entities =
+        r.entities ? fmt::format(" ({} of {} entities)", *r.entities_per_tick, *r.entities) : std::string();
     fmt::print(
         "{}; {} ticks of {} moves{}, {}, latency p50 {:.3g} ms, p99 {:.3g} ms, max {:.3g} ms; {} pairs at the "
         "end{}\n",
-        summary.text(), a.ticks, doc["moves_per_tick"].get<std::size_t>(), entities, a.mobility,
-        1e3 * l["p50"].get<double>(), 1e3 * l["p99"].get<double>(), 1e3 * l["max"].get<double>(),
-        doc["final_pairs"].get<std::uint64_t>(), a.verify ? " (verified by a full rematch)" : "");
+        summary.text(), r.ticks, r.moves_per_tick, entities, to_string(r.mobility), 1e3 * r.p50_seconds,
+        1e3 * r.p99_seconds, 1e3 * r.max_seconds, r.final_pairs, options.verify ? " (verified by a full rematch)" : "");
   }
   return 0;
 }

@@ -14,7 +14,7 @@ namespace {
 
 // Every field a library error may name that a flag sets, and the flag. A field missing here (a
 // config-file key, say) is printed as the library names it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 40> kFieldFlags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 45> kFieldFlags{{
     // every engine
     {"backend", "--backend"},
     {"device", "--device"},
@@ -60,6 +60,11 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 40> kFieldFl
     {"integer", "--integer"},
     {"moving", "--moving"},
     {"interest", "--interest"},
+    {"ticks", "--ticks"},
+    {"move_fraction", "--move-fraction"},
+    {"mobility", "--mobility"},
+    {"step", "--step"},
+    {"speed", "--speed"},
 }};
 
 }  // namespace
