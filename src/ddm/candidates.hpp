@@ -207,12 +207,16 @@ SIMKIT_HD inline void for_each_from_update(Rule rule, int dims, const Plan<T>& p
   for_each_candidate<false>(rule, dims, p, su, r, ss, p.side_s2, p.side_s3, RunFromUpdate<T>{rule}, visit);
 }
 
-// In one dimension a run is exactly the rule's condition on the other side's lower bounds, so every
-// candidate in it intersects, except, from a subscription's side under the half-open rule,
-// zero-length updates at the subscription's lower bound. Then the run's length is the count and
-// no candidate needs reading: counts_by_run says when, the two functions give the counts.
+// A run is exactly the rule's condition on the other side's lower bounds in the primary dimension,
+// so every candidate in it overlaps the region there, except, from a subscription's side under the
+// half-open rule, zero-length updates at the subscription's lower bound: run_decides_primary says
+// when the primary dimension needs no test. In one dimension the run's length is then the count and
+// no candidate needs reading: counts_by_run says when, the two functions below give the counts.
+SIMKIT_HD inline bool run_decides_primary(Rule rule, bool from_subscription) {
+  return !(from_subscription && rule == Rule::HalfOpen);
+}
 SIMKIT_HD inline bool counts_by_run(Rule rule, int dims, bool from_subscription) {
-  return dims == 1 && !(from_subscription && rule == Rule::HalfOpen);
+  return dims == 1 && run_decides_primary(rule, from_subscription);
 }
 template <class T, class I>
 SIMKIT_HD inline std::size_t run_count_from_subscription(Rule rule, const SortedSet<T, I>& ss, std::size_t r,
