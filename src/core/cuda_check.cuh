@@ -50,6 +50,11 @@ inline cudaError_t device_alloc(void** p, std::size_t bytes) { return cudaMalloc
 inline cudaError_t device_free(void* p) { return cudaFree(p); }
 inline cudaError_t pinned_alloc(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
 inline cudaError_t pinned_free(void* p) { return cudaFreeHost(p); }
+// The device's default stream-ordered pool, on the legacy default stream: no device-wide
+// synchronisation per allocation (as cudaFree has). Only for buffers whose every use is ordered
+// on the legacy default stream (or synchronised before they are freed).
+inline cudaError_t pool_alloc(void** p, std::size_t bytes) { return cudaMallocAsync(p, bytes, nullptr); }
+inline cudaError_t pool_free(void* p) { return cudaFreeAsync(p, nullptr); }
 
 template <class T, cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Free)(void*)>
 class CudaMemory {
@@ -100,11 +105,12 @@ class CudaMemory {
 template <class T>
 using PinnedBuffer = CudaMemory<T, pinned_alloc, pinned_free>;
 
-// Device memory, with copies to and from the host.
-template <class T>
-class DeviceBuffer : public CudaMemory<T, device_alloc, device_free> {
+// Device memory, with copies to and from the host; from cudaMalloc, or from the stream-ordered pool
+// (PoolBuffer).
+template <class T, cudaError_t (*Alloc)(void**, std::size_t) = device_alloc, cudaError_t (*Free)(void*) = device_free>
+class DeviceBuffer : public CudaMemory<T, Alloc, Free> {
  public:
-  using Base = CudaMemory<T, device_alloc, device_free>;
+  using Base = CudaMemory<T, Alloc, Free>;
   using Base::Base;
   using Base::data;
   using Base::resize;
@@ -129,6 +135,9 @@ class DeviceBuffer : public CudaMemory<T, device_alloc, device_free> {
     if (size() > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(data(), 0, size() * sizeof(T), stream));
   }
 };
+
+template <class T>
+using PoolBuffer = DeviceBuffer<T, pool_alloc, pool_free>;
 
 // Free and total memory of the current device (simkit/core/memory.hpp's device_memory takes a
 // device index; kernels' capacity checks run with their device already selected).

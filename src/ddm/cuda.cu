@@ -39,12 +39,11 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Device memory from the device's default stream-ordered pool, on the legacy default stream that
-// every step of the matchers runs on: a match makes a dozen allocations, and cudaMalloc/cudaFree
-// synchronise the device each time (cudaFree) and cost tens of microseconds, a large share of a
-// 3 ms match. The pool keeps up to an eighth of the device's memory between calls (set on every
-// call, for the current device), so repeated matches allocate without the driver. Same interface
-// as DeviceBuffer.
+// The matchers' buffers come from the device's stream-ordered pool (cuda::PoolBuffer), on the
+// legacy default stream that every step of them runs on: a match makes a dozen allocations, and
+// cudaMalloc/cudaFree synchronise the device each time (cudaFree) and cost tens of microseconds, a
+// large share of a 3 ms match. The pool keeps up to an eighth of the device's memory between calls
+// (set on every call, for the current device), so repeated matches allocate without the driver.
 void keep_pool_memory() {
   int device = 0;
   SIMKIT_CUDA_CHECK(cudaGetDevice(&device));
@@ -53,58 +52,6 @@ void keep_pool_memory() {
   std::uint64_t keep = cuda::current_device_memory().total / 8;
   SIMKIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
 }
-
-template <class U>
-class PoolBuffer {
- public:
-  PoolBuffer() = default;
-  explicit PoolBuffer(std::size_t count) { resize(count); }
-  ~PoolBuffer() { release(); }
-  PoolBuffer(const PoolBuffer&) = delete;
-  PoolBuffer& operator=(const PoolBuffer&) = delete;
-  PoolBuffer(PoolBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  PoolBuffer& operator=(PoolBuffer&& other) noexcept {
-    if (this != &other) {
-      release();
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  void resize(std::size_t count) {
-    if (count == size_) return;
-    release();
-    if (count > 0) {
-      void* p = nullptr;
-      SIMKIT_CUDA_CHECK(cudaMallocAsync(&p, count * sizeof(U), nullptr));
-      data_ = static_cast<U*>(p);
-    }
-    size_ = count;
-  }
-  U* data() { return data_; }
-  const U* data() const { return data_; }
-  std::size_t size() const { return size_; }
-  void upload(const U* host, std::size_t count) {
-    resize(count);
-    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(data_, host, count * sizeof(U), cudaMemcpyHostToDevice, nullptr));
-  }
-  void download(U* host, std::size_t count) const {
-    if (count > 0) SIMKIT_CUDA_CHECK(cudaMemcpyAsync(host, data_, count * sizeof(U), cudaMemcpyDeviceToHost, nullptr));
-  }
-  void fill_zero() {
-    if (size_ > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(U), nullptr));
-  }
-
- private:
-  void release() {
-    if (data_ != nullptr) cudaFreeAsync(data_, nullptr);
-    data_ = nullptr;
-    size_ = 0;
-  }
-  U* data_ = nullptr;
-  std::size_t size_ = 0;
-};
 
 // Hands n pairs held on the device as 32-bit positions (d_s[q], d_u[q]) to the sink as Match
 // records, in pieces of at most `chunk` (and 2^20) pairs: each piece is copied into one of two
@@ -199,9 +146,9 @@ struct MergeStats {
 // The plan of two sets already on the device (bounds dimension-major, as RegionView).
 template <class T>
 Plan<T> device_plan(const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo, const T* u_hi, std::size_t nu,
-                    int dims, PoolBuffer<char>& temp) {
+                    int dims, cuda::PoolBuffer<char>& temp) {
   std::vector<DimStats<T>> ss(static_cast<std::size_t>(dims)), us(static_cast<std::size_t>(dims));
-  PoolBuffer<DimStats<T>> out(2 * static_cast<std::size_t>(dims));
+  cuda::PoolBuffer<DimStats<T>> out(2 * static_cast<std::size_t>(dims));
   auto reduce = [&](const T* lo, const T* hi, std::size_t n, DimStats<T>* result) {
     const auto it = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), StatsOf<T>{lo, hi});
     std::size_t bytes = 0;
@@ -382,16 +329,16 @@ unsigned blocks_for(std::size_t n, unsigned threads) { return static_cast<unsign
 // One set sorted by (strip, lower_k) on the device, with its bounds gathered in that order.
 template <class T>
 struct DeviceSorted {
-  PoolBuffer<Index> index;
-  PoolBuffer<std::int64_t> strip_start;
-  PoolBuffer<T> lo, hi;
+  cuda::PoolBuffer<Index> index;
+  cuda::PoolBuffer<std::int64_t> strip_start;
+  cuda::PoolBuffer<T> lo, hi;
   std::size_t n = 0;
   SortedSet<T, Index> view() const { return {index.data(), strip_start.data(), lo.data(), hi.data(), n}; }
 };
 
 template <class T>
 DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upper, std::size_t n, int dims,
-                               PoolBuffer<char>& temp) {
+                               cuda::PoolBuffer<char>& temp) {
   DeviceSorted<T> out;
   out.n = n;
   const std::size_t m = std::max<std::size_t>(n, 1);
@@ -399,8 +346,8 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
   out.strip_start.resize(static_cast<std::size_t>(plan.cells()) + 1);
   out.lo.resize(m * static_cast<std::size_t>(dims));
   out.hi.resize(m * static_cast<std::size_t>(dims));
-  PoolBuffer<T> keys_in(m), keys_out(m);
-  PoolBuffer<Index> index_in(m);
+  cuda::PoolBuffer<T> keys_in(m), keys_out(m);
+  cuda::PoolBuffer<Index> index_in(m);
   const unsigned threads = 256;
   const T* lower_k = lower + static_cast<std::size_t>(plan.k) * n;
   if (n > 0) iota_and_keys<<<blocks_for(n, threads), threads>>>(lower_k, n, keys_in.data(), index_in.data());
@@ -414,7 +361,7 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
   if (n > 0) sort_pairs(keys_in.data(), keys_out.data(), index_in.data(), out.index.data());
   if (plan.cells() > 1 && n > 0) {
     // A stable second pass by strip keeps the lower_k order inside each strip.
-    PoolBuffer<unsigned> strips_in(n), strips_out(n);
+    cuda::PoolBuffer<unsigned> strips_in(n), strips_out(n);
     strip_keys<<<blocks_for(n, threads), threads>>>(plan, lower, out.index.data(), n, strips_in.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
     sort_pairs(strips_in.data(), strips_out.data(), out.index.data(), index_in.data());
@@ -434,6 +381,19 @@ DeviceSorted<T> sort_on_device(const Plan<T>& plan, const T* lower, const T* upp
 }
 
 }  // namespace
+
+// The sum of n device counts (CUB), waited for.
+unsigned long long sum_on_device(const unsigned long long* counts, std::size_t n, cuda::PoolBuffer<char>& temp) {
+  cuda::PoolBuffer<unsigned long long> sum(1);
+  std::size_t bytes = 0;
+  SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts, sum.data(), n));
+  if (temp.size() < bytes) temp.resize(bytes);
+  SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, counts, sum.data(), n));
+  unsigned long long total = 0;
+  sum.download(&total, 1);
+  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  return total;
+}
 
 // Counts in one dimension where every run's candidates intersect (counts_by_run): each set is
 // sorted by lower bound with its upper bounds as the values (no index, no gather), and thread r
@@ -455,8 +415,8 @@ __global__ void run_count_kernel(Rule rule, const T* s_lo, const T* s_hi, std::s
 
 template <class T>
 unsigned long long count_1d_by_runs(Rule rule, const T* s_lo, const T* s_hi, std::size_t ns, const T* u_lo,
-                                    const T* u_hi, std::size_t nu, PoolBuffer<char>& temp) {
-  PoolBuffer<T> s_lo_sorted(ns), s_hi_sorted(ns), u_lo_sorted(nu), u_hi_sorted(nu);
+                                    const T* u_hi, std::size_t nu, cuda::PoolBuffer<char>& temp) {
+  cuda::PoolBuffer<T> s_lo_sorted(ns), s_hi_sorted(ns), u_lo_sorted(nu), u_hi_sorted(nu);
   for (auto [lo, hi, lo_out, hi_out, n] : {std::tuple{s_lo, s_hi, s_lo_sorted.data(), s_hi_sorted.data(), ns},
                                            std::tuple{u_lo, u_hi, u_lo_sorted.data(), u_hi_sorted.data(), nu}}) {
     std::size_t bytes = 0;
@@ -465,18 +425,11 @@ unsigned long long count_1d_by_runs(Rule rule, const T* s_lo, const T* s_hi, std
     SIMKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, lo, lo_out, hi, hi_out, n));
   }
   const std::size_t regions = ns + nu;
-  PoolBuffer<unsigned long long> counts(regions), sum(1);
+  cuda::PoolBuffer<unsigned long long> counts(regions);
   run_count_kernel<<<blocks_for(regions, 256), 256>>>(rule, s_lo_sorted.data(), s_hi_sorted.data(), ns,
                                                       u_lo_sorted.data(), u_hi_sorted.data(), nu, counts.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
-  std::size_t bytes = 0;
-  SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts.data(), sum.data(), regions));
-  if (temp.size() < bytes) temp.resize(bytes);
-  SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, counts.data(), sum.data(), regions));
-  unsigned long long total = 0;
-  sum.download(&total, 1);
-  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return total;
+  return sum_on_device(counts.data(), regions, temp);
 }
 
 template <class T>
@@ -504,7 +457,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     }
   }
   Clock::time_point t = Clock::now();
-  PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  cuda::PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
   s_lo.upload(s.lower, ns * dims);
   s_hi.upload(s.upper, ns * dims);
   u_lo.upload(u.lower, nu * dims);
@@ -513,7 +466,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   report.upload_seconds = since(t);
 
   t = Clock::now();
-  PoolBuffer<char> temp;
+  cuda::PoolBuffer<char> temp;
   if (mode == Output::Count && counts_by_run(rule, s.dims, true) && counts_by_run(rule, s.dims, false)) {
     const unsigned long long total =
         count_1d_by_runs(rule, s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, temp);
@@ -527,7 +480,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   const std::size_t regions = ns + nu;
   const unsigned threads = 128;
   if (mode == Output::PerRegion) {
-    PoolBuffer<unsigned long long> d_per_s(ns), d_per_u(nu);
+    cuda::PoolBuffer<unsigned long long> d_per_s(ns), d_per_u(nu);
     d_per_s.fill_zero();
     d_per_u.fill_zero();
     per_region_kernel<<<blocks_for(regions, threads), threads>>>(job, d_per_s.data(), d_per_u.data());
@@ -544,17 +497,12 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
     for (const std::uint64_t c : *per_s) total += c;
     return total;
   }
-  PoolBuffer<unsigned long long> counts(regions), offsets(regions + 1), sum(1);
+  cuda::PoolBuffer<unsigned long long> counts(regions), offsets(regions + 1);
   count_kernel<<<blocks_for(regions, threads), threads>>>(job, counts.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
   if (mode == Output::Count) {
-    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts.data(), sum.data(), regions));
-    if (temp.size() < bytes) temp.resize(bytes);
-    SIMKIT_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, counts.data(), sum.data(), regions));
-    unsigned long long total = 0;
-    sum.download(&total, 1);
-    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    const unsigned long long total = sum_on_device(counts.data(), regions, temp);
     report.seconds = since(t);
     return total;
   }
@@ -570,7 +518,7 @@ std::uint64_t gpu(const RegionView<T>& s, const RegionView<T>& u, Rule rule, int
   // A window holds at most chunk pairs (MatchOptions::chunk_pairs) and half the free memory.
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), fit, std::max<unsigned long long>(chunk, 1)});
-  PoolBuffer<Index> out_s(capacity), out_u(capacity);
+  cuda::PoolBuffer<Index> out_s(capacity), out_u(capacity);
   PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {
@@ -661,7 +609,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
                                      " MiB are free; use `algorithm` gpu (O(N + K) memory)");
   }
   Clock::time_point t = Clock::now();
-  PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
+  cuda::PoolBuffer<T> s_lo, s_hi, u_lo, u_hi;
   s_lo.upload(s.lower, ns * dims);
   s_hi.upload(s.upper, ns * dims);
   u_lo.upload(u.lower, nu * dims);
@@ -669,14 +617,14 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   report.upload_seconds = since(t);
   t = Clock::now();
-  PoolBuffer<unsigned> bits(ns * words);
+  cuda::PoolBuffer<unsigned> bits(ns * words);
   const unsigned threads = 128;
   const dim3 grid(blocks_for(words, threads), static_cast<unsigned>(std::min<std::size_t>(ns, 65535)),
                   static_cast<unsigned>((ns + 65534) / 65535));
   bitmatrix_fill<<<grid, threads>>>(rule, s.dims, s_lo.data(), s_hi.data(), ns, u_lo.data(), u_hi.data(), nu, words,
                                     bits.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
-  PoolBuffer<unsigned long long> rows(ns), columns, offsets(ns + 1);
+  cuda::PoolBuffer<unsigned long long> rows(ns), columns, offsets(ns + 1);
   if (mode == Output::PerRegion) {
     columns.resize(words * 32);
     columns.fill_zero();
@@ -685,7 +633,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
                                                        mode == Output::PerRegion ? columns.data() : nullptr);
   SIMKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
-  PoolBuffer<char> temp;
+  cuda::PoolBuffer<char> temp;
   SIMKIT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, rows.data(), offsets.data() + 1, ns));
   temp.resize(bytes);
   SIMKIT_CUDA_CHECK(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long)));
@@ -710,7 +658,7 @@ std::uint64_t bitmatrix(const RegionView<T>& s, const RegionView<T>& u, Rule rul
   const unsigned long long capacity = std::min<unsigned long long>(
       {std::max<unsigned long long>(total, 1), std::max<unsigned long long>(1, free / 2 / (2 * sizeof(Index))),
        std::max<unsigned long long>(chunk, 1)});
-  PoolBuffer<Index> out_s(capacity), out_u(capacity);
+  cuda::PoolBuffer<Index> out_s(capacity), out_u(capacity);
   PairStager stager(chunk);
   double output = 0;
   for (unsigned long long window = 0; window < total; window += capacity) {

@@ -11,7 +11,9 @@
 // oracle: the changed regions matched again with match_pairs against the whole other set (or the
 // part a grid prefilter cannot rule out), each region's partners kept in a list (8 bytes per pair).
 // The resident backends keep no pairs: a changed region's old pairs are found from its old bounds,
-// so memory is the regions twice (positions and grid) plus about 16 bytes per region.
+// so memory grows with the regions only: their bounds three times (in position order, per slot and
+// in the index's cells; on cuda the last two on the device) plus about 100 bytes each of ids, slots
+// and maps.
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
