@@ -69,6 +69,25 @@ if(NOT SIMKIT_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "simkit: CUDA backends ${SIMKIT_HAVE_CUDA} (architectures: ${CMAKE_CUDA_ARCHITECTURES})")
 
+# MPI for the distributed drivers (docs/scale-out.md): AUTO builds them when an MPI (OpenMPI from
+# Debian: openmpi-bin libopenmpi-dev) is found. Without it every run is single-rank.
+set(SIMKIT_MPI AUTO CACHE STRING "Build the MPI drivers: AUTO (when an MPI is found), ON or OFF")
+set_property(CACHE SIMKIT_MPI PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${SIMKIT_MPI}" SIMKIT_MPI)
+set(SIMKIT_HAVE_MPI OFF)
+if(NOT SIMKIT_MPI STREQUAL "OFF")
+  if(SIMKIT_MPI STREQUAL "ON")
+    find_package(MPI REQUIRED COMPONENTS C)
+  else()
+    find_package(MPI QUIET COMPONENTS C)
+  endif()
+  if(MPI_C_FOUND)
+    set(SIMKIT_HAVE_MPI ON)
+    find_program(SIMKIT_MPIEXEC NAMES mpirun mpiexec HINTS "${MPI_C_COMPILER_DIRECTORY}")
+  endif()
+endif()
+message(STATUS "simkit: MPI drivers ${SIMKIT_HAVE_MPI}")
+
 # Sanitizers (docs/reliability.md, "Sanitizers and fuzzing"): SIMKIT_SANITIZE is a list for
 # -fsanitize= ("address,undefined" in the asan preset, "thread" in tsan), applied to every C and C++
 # file and link of the build: the libraries, the tests and the simkit command the CLI tests run.

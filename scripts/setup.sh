@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libpng-dev zlib1g-dev
   libcgal-dev libboost-dev  # header-only, for the optional bench_ddm_peers baselines
   clang libclang-rt-dev      # the fuzz preset (libFuzzer, sanitizer runtimes) and the tsan preset
+  openmpi-bin libopenmpi-dev # MPI: the distributed drivers and the `mpi` tests (docs/scale-out.md)
   python3 python3-venv       # build/venv: PyPI packages the tests use (flowio writes their FCS files)
 )
 missing=()

@@ -5,15 +5,36 @@
 
 #include <csignal>
 #include <cstdio>
+#include <chrono>
 #include <exception>
+#include <thread>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "simkit/core/build_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
+
+namespace {
+// Under mpirun a failure on one rank must end the job, not leave the others in a collective: the
+// message is printed once (rank 0 first; another rank only when rank 0 has not ended the job within
+// 0.2 s, that is when the failure is its own), then every rank ends with the same exit code.
+int fail(int code, const std::string& message) {
+  const auto& world = simkit::dist::Comm::world();
+  if (!world.distributed()) {
+    fmt::print(stderr, "{}", message);
+    return code;
+  }
+  if (!world.root()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  fmt::print(stderr, "{}", world.root() ? message : fmt::format("rank {}: {}", world.rank(), message));
+  std::fflush(stderr);
+  simkit::dist::abort(code);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace simkit;
+  dist::init(argc, argv);  // MPI, when started by mpirun/srun (docs/scale-out.md)
   cli::install_stop_handlers();  // first: a signal during start-up stops the run at its first check
   CLI::App app{"simkit: GPU-accelerated scientific simulation engines (prolif, angio, ddm)", "simkit"};
   app.set_version_flag("--version", fmt::format("simkit {} ({})", build_info().version, build_info().commit));
@@ -38,14 +59,12 @@ int main(int argc, char** argv) {
     return action ? action() : kExitOk;
   } catch (const Stopped&) {
     const int signal = cli::stop_signal();
-    fmt::print(stderr, "simkit: stopped by {} before the end; nothing was written (outputs are as they were)\n",
-               signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    return 128 + (signal != 0 ? signal : SIGINT);
+    return fail(128 + (signal != 0 ? signal : SIGINT),
+                fmt::format("simkit: stopped by {} before the end; nothing was written (outputs are as they were)\n",
+                            signal == SIGTERM ? "SIGTERM" : "SIGINT"));
   } catch (const UserError& e) {
-    fmt::print(stderr, "simkit: error: {}\n", printable_line(simkit::cli::cli_message(e)));
-    return kExitUser;
+    return fail(kExitUser, fmt::format("simkit: error: {}\n", printable_line(simkit::cli::cli_message(e))));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "simkit: internal error: {}\n", printable_line(e.what()));
-    return kExitInternal;
+    return fail(kExitInternal, fmt::format("simkit: internal error: {}\n", printable_line(e.what())));
   }
 }

@@ -115,6 +115,24 @@ CommandResult run_simkit_after(const std::string& shell_prefix, const std::vecto
   return r;
 }
 
+std::string mpi_launcher() {
+  if (const char* launcher = std::getenv("SIMKIT_MPIEXEC")) return launcher;
+#ifdef SIMKIT_DEFAULT_MPIEXEC
+  return SIMKIT_DEFAULT_MPIEXEC;
+#else
+  return {};
+#endif
+}
+
+CommandResult run_simkit_mpi(int ranks, const std::vector<std::string>& args) {
+  // CI runs as root (OpenMPI refuses root without the two variables); --oversubscribe: more ranks
+  // than cores; the TCP and shared-memory transports only, no warnings about absent fabrics.
+  const std::string prefix = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp "
+                             "OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none " +
+                             quote(mpi_launcher()) + " -n " + std::to_string(ranks) + " --oversubscribe ";
+  return run_simkit_after(prefix, args);
+}
+
 std::string describe(const CommandResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }

@@ -131,6 +131,10 @@ CommandResult run_simkit(const std::vector<std::string>& args);
 CommandResult run_simkit_after(const std::string& shell_prefix, const std::vector<std::string>& args);
 // The simkit binary the CLI tests run.
 std::string simkit_binary();
+// `mpirun -n RANKS --oversubscribe simkit ARGS...` (the launcher from $SIMKIT_MPIEXEC, which CTest sets
+// for the `mpi` tests); mpi_launcher() is empty when there is none (the tests then skip).
+std::string mpi_launcher();
+CommandResult run_simkit_mpi(int ranks, const std::vector<std::string>& args);
 
 // A Python interpreter that imports `module` (e.g. "flowio", or "" for any): $SIMKIT_TEST_PYTHON,
 // else the venv scripts/setup.sh makes (build/venv/bin/python3), else python3 on PATH; empty when
