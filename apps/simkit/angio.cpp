@@ -214,9 +214,27 @@ int run_angio(AngioArgs& a) {
     if (!a.config.empty())
       throw UserError("--config cannot be combined with --restart: the checkpoint fixes the problem");
     if (!a.steps && !a.t_max) throw UserError("--restart needs --steps or --t-max: where the resumed run ends");
-    s.restart = read_checkpoint(a.restart);
-    s.restart_source = a.restart;
+    // Under mpirun -n K each rank reads its own checkpoint (checkpoint.rank<r>of<K>.ckpt next to
+    // the one given), written by a run on K ranks (docs/scale-out.md).
+    const dist::Comm& comm = dist::Comm::world();
+    const std::filesystem::path mine = angio::rank_checkpoint(a.restart, comm.rank(), comm.size());
+    if (comm.distributed() && !std::filesystem::exists(mine)) {
+      throw UserError("--restart", fmt::format(" {}: no checkpoint {} for rank {} of {}: restart on as many ranks as the "
+                                               "run that wrote the checkpoints",
+                                               a.restart, mine.string(), comm.rank(), comm.size()));
+    }
+    s.restart = read_checkpoint(mine);
+    s.restart_source = mine.string();
     s.problem = s.restart->problem;
+    const nlohmann::json slab = s.restart->run.value("slab", nlohmann::json());
+    const int written_on = slab.is_object() ? slab.value("ranks", 1) : 1;
+    if (written_on != comm.size() || (slab.is_object() && slab.value("rank", -1) != comm.rank())) {
+      throw UserError("--restart", fmt::format(" {}: written by rank {} of a run on {} rank(s); this run has {}: restart "
+                                               "with mpirun -n {}{}",
+                                               mine.string(), slab.is_object() ? slab.value("rank", 0) : 0, written_on,
+                                               comm.size(), written_on, written_on == 1 ? " (or without mpirun)" : ""));
+    }
+    if (slab.is_object()) s.problem.grid.nz = slab.value("nz", s.problem.grid.nz);  // the whole grid's planes
     // The interrupted run's output cadence and --force carry over (flags below may change them).
     const nlohmann::json& run = s.restart->run;
     s.series_every = run.value("series_every", s.series_every);
@@ -309,12 +327,15 @@ int run_angio(AngioArgs& a) {
   s.force = a.force;
 
   a.common.seed = a.seed.value_or(s.restart ? s.restart->seed : 1);
+  const dist::Comm& world = dist::Comm::world();
+  if (!world.root()) a.common.quiet = true;  // rank 0 reports for the job
   RunOptions options = to_run_options(a.common);
   Progress progress("angio", "steps", a.common.quiet);
   options.progress = [&](double done, double total) { progress.update(done, total); };
   const double device_init_seconds = options.backend == Backend::Cuda ? initialize_cuda_device(options.device) : 0.0;
   const RunReport report = angio::run(std::move(s), options);
   progress.finish();
+  if (!world.root()) return kExitOk;
 
   const double steps = static_cast<double>(report.end_step - report.start_step);
   const double rate = report.compute_seconds > 0 ? steps / report.compute_seconds : 0;
@@ -333,11 +354,13 @@ int run_angio(AngioArgs& a) {
   RunSummary summary;
   summary.command = "simkit angio run";
   summary.backend = std::string(to_string(report.backend));
-  summary.device = report.device;
+  summary.device = report.ranks > 1 ? fmt::format("{} ranks (z-slabs), rank 0 on {}", report.ranks, report.device)
+                                    : report.device;
   summary.wall_seconds = clock.seconds();
   summary.throughput = rate;
   summary.throughput_unit = "steps";
-  summary.extra = {{"compute_seconds", report.compute_seconds},
+  summary.extra = {{"ranks", report.ranks},
+                   {"compute_seconds", report.compute_seconds},
                    {"device_init_seconds", device_init_seconds},
                    {"nodes", report.nodes},
                    {"steps", report.end_step - report.start_step},

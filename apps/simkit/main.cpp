@@ -18,14 +18,14 @@
 namespace {
 // Under mpirun a failure on one rank must end the job, not leave the others in a collective: the
 // message is printed once (rank 0 first; another rank only when rank 0 has not ended the job within
-// 0.2 s, that is when the failure is its own), then every rank ends with the same exit code.
+// 1 s, that is when the failure is its own), then every rank ends with the same exit code.
 int fail(int code, const std::string& message) {
   const auto& world = simkit::dist::Comm::world();
   if (!world.distributed()) {
     fmt::print(stderr, "{}", message);
     return code;
   }
-  if (!world.root()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!world.root()) std::this_thread::sleep_for(std::chrono::seconds(1));
   fmt::print(stderr, "{}", world.root() ? message : fmt::format("rank {}: {}", world.rank(), message));
   std::fflush(stderr);
   simkit::dist::abort(code);

@@ -60,8 +60,9 @@ struct Problem {
 // Anderson & Chaplain's initial fields: c = exp(-(1-x)^2/eps1) (linear source at x = 1) or a
 // spherical tumour on the x = 1 face (continuous version, docs/angio.md); f = 0.75 exp(-x^2/eps2);
 // n = exp(-x^2/eps3) sin^2(m pi y) sin^2(m pi z) (sin^2(m pi y) in 2D). x, y, z in box units.
+// Planes [l_begin, l_end) only (l_end < 0: to the last), as a z-slab of a distributed run needs them.
 template <class T>
-Fields<T> initial_fields(const Grid& g, const InitialParams& p);
+Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin = 0, int l_end = -1);
 
 // One forward-Euler step of `form` (reference backend, serial), step k.
 template <class T>

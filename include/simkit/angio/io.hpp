@@ -2,6 +2,7 @@
 // angio files: VTK ImageData snapshots (.vti + .pvd), series.csv, checkpoints, quick-look images.
 // Every writer is atomic (temporary file + rename, core/output.hpp); every reader names the file,
 // line or field and what was expected in a UserError (exit code 2).
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -70,5 +71,24 @@ Checkpoint read_checkpoint(const std::filesystem::path& path);
 template <class T>
 std::vector<std::filesystem::path> write_quicklook(const std::filesystem::path& dir, const Grid& grid,
                                                    const Fields<T>& fields);
+// The same from what a distributed run gathers: n, f and c on the plane l = nz/2, and the maximum of
+// n along z (unused in 2D); max_into() folds one slab's maxima (NaN kept) into `mip`.
+std::vector<std::filesystem::path> write_quicklook(const std::filesystem::path& dir, const Grid& grid,
+                                                   const std::array<std::vector<double>, 3>& mid_plane,
+                                                   const std::vector<double>& mip_n);
+void max_into(std::vector<double>& mip, const std::vector<double>& plane);
+
+// A z-slab of a distributed run's snapshot: planes [z_first, z_last] of the global `grid` as one
+// piece of a parallel image (a .vti whose extent is the piece's), from `local`, whose plane 0 is
+// global plane `local_z0`; and the .pvti naming every piece (sources relative to the .pvti).
+template <class T>
+void write_vti_piece(const std::filesystem::path& path, const Grid& grid, int z_first, int z_last,
+                     const Fields<T>& local, int local_z0);
+struct VtiPiece {
+  int z_first = 0, z_last = 0;
+  std::string source;
+};
+void write_pvti(const std::filesystem::path& path, const Grid& grid, Precision precision,
+                const std::vector<VtiPiece>& pieces);
 
 }  // namespace simkit::angio

@@ -33,7 +33,8 @@ struct RunSettings {
 
 struct RunReport {
   Backend backend = Backend::Reference;
-  std::string device;
+  std::string device;   // this rank's (rank 0's in run.json)
+  int ranks = 1;        // MPI ranks (z-slabs) of the run
   std::int64_t start_step = 0, end_step = 0;
   double dt = 0;  // the step used (chosen by the run when RunSettings::auto_dt)
   std::size_t nodes = 0;
@@ -55,6 +56,15 @@ void validate(const Problem& problem);
 void check_capacity(const Problem& problem, Backend backend, int device);
 
 
+// Under mpirun (simkit::dist, docs/scale-out.md) every rank calls run() with the same settings: each
+// holds a z-slab of the grid, and the outputs are those of one rank (fields bitwise equal), except
+// that snapshots are .pvti files with one piece per rank and each rank writes its own checkpoint,
+// checkpoint_name(rank, ranks). Only rank 0's report lists the files.
 RunReport run(RunSettings settings, const RunOptions& options);
+
+// "checkpoint.ckpt" on one rank, "checkpoint.rank<r>of<K>.ckpt" on K ranks; rank_checkpoint() is the
+// file rank `rank` restarts from when given `given` (any of the run's checkpoints: the same directory).
+std::string checkpoint_name(int rank, int ranks);
+std::filesystem::path rank_checkpoint(const std::filesystem::path& given, int rank, int ranks);
 
 }  // namespace simkit::angio

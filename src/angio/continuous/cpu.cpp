@@ -42,18 +42,20 @@ namespace {
 template <class T>
 class CpuSolver final : public Solver<T> {
  public:
-  CpuSolver(const Problem& p, const Fields<T>& initial, int threads)
+  CpuSolver(const Problem& p, const Fields<T>& initial, int threads, const SlabSetup& slab)
       : g_(p.grid),
         m_(typed<T>(p.model)),
         sc_(step_constants<T>(p)),
+        s_(slab),
         threads_(effective_threads(threads)),
         u_(initial),
         next_(initial),
-        rows_(static_cast<std::size_t>(g_.ny) * g_.nz),
+        rows_(static_cast<std::size_t>(g_.ny) * static_cast<std::size_t>(s_.slab.own_end - s_.slab.own_begin)),
         step_rows_(row_function<T>()) {}
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     const std::int64_t rows = static_cast<std::int64_t>(rows_.size());
+    const std::int64_t row0 = static_cast<std::int64_t>(s_.slab.own_begin) * g_.ny;  // the slab's own rows
     for (std::int64_t s = 0; s < steps; ++s) {
       const bool last = reduce && s + 1 == steps;
       const RowTask<T> task{g_,           m_,           sc_,          u_.n.data(), u_.f.data(), u_.c.data(),
@@ -64,22 +66,24 @@ class CpuSolver final : public Solver<T> {
         // Contiguous blocks of rows, (l, j) order: a thread's planes stay in its caches.
         const std::int64_t workers = omp_get_num_threads(), me = omp_get_thread_num();
         const std::int64_t first = rows * me / workers, end = rows * (me + 1) / workers;
-        step_rows_(task, first, end);
+        step_rows_(task, row0 + first, row0 + end);
         if (last) {
           for (std::int64_t r = first; r < end; ++r)
-            rows_[r] = reduce_row(g_, next_, static_cast<int>(r % g_.ny), static_cast<int>(r / g_.ny));
+            rows_[r] = reduce_row(g_, next_, static_cast<int>((row0 + r) % g_.ny), static_cast<int>((row0 + r) / g_.ny));
         }
       }
       std::swap(u_, next_);
+      exchange_ghosts(g_, s_, u_);
     }
     return reduce ? combine() : Reductions{};
   }
 
   Reductions reduce() override {
     const std::int64_t rows = static_cast<std::int64_t>(rows_.size());
+    const std::int64_t row0 = static_cast<std::int64_t>(s_.slab.own_begin) * g_.ny;
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (std::int64_t r = 0; r < rows; ++r)
-      rows_[r] = reduce_row(g_, u_, static_cast<int>(r % g_.ny), static_cast<int>(r / g_.ny));
+      rows_[r] = reduce_row(g_, u_, static_cast<int>((row0 + r) % g_.ny), static_cast<int>((row0 + r) / g_.ny));
     return combine();
   }
 
@@ -87,19 +91,14 @@ class CpuSolver final : public Solver<T> {
   std::string device() const override { return fmt::format("CPU, {} threads, {}", threads_, instruction_set()); }
 
  private:
-  Reductions combine() const {
-    Reductions total = empty_reductions();
-    for (std::size_t r = 0; r < rows_.size(); ++r) {
-      const int j = static_cast<int>(r % g_.ny), l = static_cast<int>(r / g_.ny);
-      add_row(total, rows_[r], row_weight(g_, j, l));
-    }
-    scale_integrals(total, g_);
-    return total;
-  }
+  // Rows in (l, j) order, then the ranks in order (fold_rows): the same sums whatever the thread
+  // and rank counts.
+  Reductions combine() const { return fold_rows(g_, s_, rows_); }
 
   Grid g_;
   TypedModelParams<T> m_;
   StepConstants<T> sc_;
+  SlabSetup s_;
   int threads_;
   Fields<T> u_, next_;
   std::vector<Reductions> rows_;
@@ -109,10 +108,13 @@ class CpuSolver final : public Solver<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options) {
-  return std::make_unique<CpuSolver<T>>(problem, initial, options.threads);
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
+                                const SlabSetup& slab) {
+  return std::make_unique<CpuSolver<T>>(problem, initial, options.threads, slab);
 }
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&,
+                                                   const SlabSetup&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&,
+                                                     const SlabSetup&);
 
 }  // namespace simkit::angio::detail::cpu

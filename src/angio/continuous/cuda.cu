@@ -8,12 +8,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 
 #include "angio/continuous/cuda_tuning.hpp"
 #include "angio/continuous/kernels.hpp"
 #include "angio/stage.cuh"
 #include "core/cuda_check.cuh"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::cuda {
 namespace {
@@ -101,6 +103,8 @@ struct Dims {
   long long plane;  // nx * ny
   int tile_x;       // block tile tile_x by kThreads / tile_x
   bool carry;       // marching flux form: carry each column's z face up (Tuning::carry)
+  int z0, nzg;      // global index of plane 0 and the global planes (the trapezoid weights in z)
+  int lbase, lend;  // the planes this launch updates (blockIdx.z counts chunks from lbase)
 };
 
 // Blocks are 1D (kThreads); the tile position comes from blockIdx.x/y, the chunk of planes from
@@ -112,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
                  T* __restrict__ c_out, Partial* __restrict__ partials) {
   const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
   const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
-  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
   Partial part;
   if (kReduce) empty(part);
   if (i < g.nx && j < g.ny) {
@@ -165,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
       n_out[here] = n_new;
       f_out[here] = f_new;
       c_out[here] = c_new;
-      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+      if (kReduce) accumulate(part, wij * weight(l + g.z0, g.nzg), n_new, f_new, c_new);
       n_lo = n_mid, f_lo = f_mid, c_lo = c_mid;
       n_mid = n_hi, f_mid = f_hi, c_mid = c_hi;
       n_hi = n_next, f_hi = f_next, c_hi = c_next;
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
                 T* __restrict c_out, Partial* __restrict partials) {
   __shared__ T ring[3][3][kPairExt];  // [plane % 3][n, f, c][extended tile, row-major]
   const int i0 = blockIdx.x * kPairX, j0 = blockIdx.y * kPairY;
-  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
   const int plane = static_cast<int>(g.plane);
   // The first step at every extended-tile node of plane l that lies in the grid (corners are
   // never read), into ring slot l % 3.
@@ -257,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
       n_out[here] = n_new;
       f_out[here] = f_new;
       c_out[here] = c_new;
-      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+      if (kReduce) accumulate(part, wij * weight(l + g.z0, g.nzg), n_new, f_new, c_new);
     }
     __syncthreads();  // the next plane's first step overwrites the slot just read as l - 1
   }
@@ -285,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
   __shared__ T stage[kSlots][3][kExt];  // [plane % kSlots][n, f, c][extended tile, row-major]
   const int i0 = blockIdx.x * Tile::kX, j0 = blockIdx.y * Tile::kY;
   const int i = i0 + threadIdx.x % Tile::kX, j = j0 + threadIdx.x / Tile::kX;
-  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
   const int plane = static_cast<int>(g.plane);
   const Tile tile(threadIdx.x, i0, j0, g.nx, g.ny);
   const int own = tile.own;
@@ -335,7 +339,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
       n_out[here] = n_new;
       f_out[here] = f_new;
       c_out[here] = c_new;
-      if (kReduce) accumulate(part, wij * weight(l, g.nz), n_new, f_new, c_new);
+      if (kReduce) accumulate(part, wij * weight(l + g.z0, g.nzg), n_new, f_new, c_new);
     }
   }
   if (kReduce) {
@@ -352,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<T, false>))
                  const T* __restrict__ c, T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
   const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
   const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
-  const int l = blockIdx.z;
+  const int l = g.lbase + blockIdx.z;
   if (i >= g.nx || j >= g.ny) return;
   const long long nb[7] = {l * g.plane + static_cast<long long>(j) * g.nx + i,
                            l * g.plane + static_cast<long long>(j) * g.nx + upper_neighbour(i, g.nx),
@@ -374,40 +378,68 @@ __global__ void __launch_bounds__(kThreads)
                   Partial* __restrict__ partials) {
   const int i = blockIdx.x * g.tile_x + threadIdx.x % g.tile_x;
   const int j = blockIdx.y * (kThreads / g.tile_x) + threadIdx.x / g.tile_x;
-  const int l0 = blockIdx.z * chunk, l1 = min(l0 + chunk, g.nz);
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
   Partial part;
   empty(part);
   if (i < g.nx && j < g.ny) {
     const double wij = weight(i, g.nx) * weight(j, g.ny);
     for (int l = l0; l < l1; ++l) {
       const long long at = l * g.plane + static_cast<long long>(j) * g.nx + i;
-      accumulate(part, wij * weight(l, g.nz), n[at], f[at], c[at]);
+      accumulate(part, wij * weight(l + g.z0, g.nzg), n[at], f[at], c[at]);
     }
   }
   const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
   block_reduce(part, partials + block);
 }
 
-// One block combines the partials: thread t takes t, t + 256, ... in order, then the block tree.
+// The partials are combined in two kernels: fold_kernel's thread t takes the partials whose global
+// index is t, t + 256, ... in order into carry[t], and tree_kernel combines the 256 carries by the
+// block tree. On one rank that is one fold from empty carries; on K ranks (slabs of whole chunks,
+// docs/scale-out.md) the carries go from rank to rank, each folding its own partials, global index
+// = its first chunk's offset + local index: the same operations in the same order, the same bits.
+__global__ void __launch_bounds__(kThreads) empty_kernel(Partial* __restrict__ carry) { empty(carry[threadIdx.x]); }
+
 __global__ void __launch_bounds__(kThreads)
-    finish_kernel(const Partial* __restrict__ partials, int count, Partial* __restrict__ out) {
-  Partial part;
-  empty(part);
-  for (int b = threadIdx.x; b < count; b += kThreads) combine(part, partials[b]);
+    fold_kernel(const Partial* __restrict__ partials, int count, long long offset, Partial* __restrict__ carry) {
+  Partial part = carry[threadIdx.x];
+  const long long t = threadIdx.x;
+  const int first = static_cast<int>(((t - offset) % kThreads + kThreads) % kThreads);
+  for (int b = first; b < count; b += kThreads) combine(part, partials[b]);
+  carry[threadIdx.x] = part;
+}
+
+__global__ void __launch_bounds__(kThreads) tree_kernel(const Partial* __restrict__ carry, Partial* __restrict__ out) {
+  Partial part = carry[threadIdx.x];
   block_reduce(part, out);
 }
 
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
-  CudaSolver(const Problem& p, const Fields<T>& initial, int device, const Tuning& tuning)
-      : device_(device), guard_(device), g_(p.grid), m_(typed<T>(p.model)), sc_(step_constants<T>(p)), tuning_(tuning) {
+  CudaSolver(const Problem& p, const Fields<T>& initial, int device, const Tuning& tuning, const SlabSetup& slab)
+      : device_(device),
+        guard_(device),
+        g_(p.grid),
+        m_(typed<T>(p.model)),
+        sc_(step_constants<T>(p)),
+        tuning_(tuning),
+        slab_(slab.slab),
+        link_(slab.link) {
     // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
     if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
+    if (link_) tuning_.pair = false;  // two steps per pass would need two ghost planes
+    global_ = g_;
+    global_.nz = slab_.nz_global;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
-    dims_ = Dims{g_.nx, g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x, tuning_.carry};
-    chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, g_.nz) : g_.nz;
-    grid_ = dim3((g_.nx + tile_x - 1) / tile_x, (g_.ny + tile_y - 1) / tile_y, (g_.nz + chunk_ - 1) / chunk_);
+    dims_ = Dims{g_.nx,           g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x, tuning_.carry,
+                 slab_.z0,        slab_.nz_global, slab_.own_begin, slab_.own_end};
+    // Chunks counted on the global grid, so that a slab's blocks are the single-rank run's.
+    chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, slab_.nz_global) : slab_.nz_global;
+    if (link_ && (slab_.z0 + slab_.own_begin) % chunk_ != 0) {
+      throw InternalError("angio cuda: a slab must start at a multiple of " + std::to_string(chunk_) + " planes");
+    }
+    grid_ = dim3((g_.nx + tile_x - 1) / tile_x, (g_.ny + tile_y - 1) / tile_y, 1);
+    set_range(slab_.own_begin, slab_.own_end);
     blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
     for (int s = 0; s < 2; ++s) {
       n_[s].resize(g_.nodes());
@@ -417,10 +449,19 @@ class CudaSolver final : public Solver<T> {
     n_[0].upload(initial.n);
     f_[0].upload(initial.f);
     c_[0].upload(initial.c);
+    // The other state's ghost planes too: a step writes only the slab's own planes.
+    n_[1].upload(initial.n);
+    f_[1].upload(initial.f);
+    c_[1].upload(initial.c);
     const dim3 pair_grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
     partials_.resize(static_cast<std::size_t>(std::max<long long>(blocks_, static_cast<long long>(pair_grid.x) *
                                                                                 pair_grid.y * pair_grid.z)));
+    carry_.resize(kThreads);
     total_.resize(1);
+    if (link_ && !link_->device_pointers()) {
+      const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny;
+      for (auto* b : {&send_lo_, &send_hi_, &recv_lo_, &recv_hi_}) b->resize(3 * plane);
+    }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
@@ -431,12 +472,14 @@ class CudaSolver final : public Solver<T> {
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
-      if (g_.nz > 1) {
-        sc_.flux ? launch<3, true>(in, out, last, pair) : launch<3, false>(in, out, last, pair);
+      const int own = slab_.own_end - slab_.own_begin;
+      if (link_ && !last && own > 2) {
+        overlapped_step(in, out);
       } else {
-        sc_.flux ? launch<2, true>(in, out, last, pair) : launch<2, false>(in, out, last, pair);
+        set_range(slab_.own_begin, slab_.own_end);
+        step(in, out, last, pair);
+        if (link_) exchange_now(out);
       }
-      SIMKIT_CUDA_CHECK_LAUNCH();
       cur_ = out;
     }
     if (!reduce) {
@@ -444,15 +487,16 @@ class CudaSolver final : public Solver<T> {
       return Reductions{};
     }
     if (tuning_.naive) return this->reduce();
-    return finish(reduced_blocks_);
+    return finish(reduced_blocks_, reduced_plane_blocks_);
   }
 
   Reductions reduce() override {
     DeviceGuard guard(device_);
+    set_range(slab_.own_begin, slab_.own_end);
     reduce_kernel<T>
         <<<grid_, kThreads>>>(dims_, chunk_, n_[cur_].data(), f_[cur_].data(), c_[cur_].data(), partials_.data());
     SIMKIT_CUDA_CHECK_LAUNCH();
-    return finish(blocks_);
+    return finish(static_cast<int>(grid_.x * grid_.y * grid_.z), static_cast<int>(grid_.x * grid_.y));
   }
 
   void read(Fields<T>& out) override {
@@ -467,6 +511,115 @@ class CudaSolver final : public Solver<T> {
   void set_device_name(std::string name) { device_name_ = std::move(name); }
 
  private:
+  // The planes [lb, le) of the next launch.
+  void set_range(int lb, int le) {
+    dims_.lbase = lb;
+    dims_.lend = le;
+    grid_.z = static_cast<unsigned>((le - lb + chunk_ - 1) / chunk_);
+  }
+
+  void step(int in, int out, bool reduce, bool pair) {
+    if (g_.nz > 1) {
+      sc_.flux ? launch<3, true>(in, out, reduce, pair) : launch<3, false>(in, out, reduce, pair);
+    } else {
+      sc_.flux ? launch<2, true>(in, out, reduce, pair) : launch<2, false>(in, out, reduce, pair);
+    }
+    SIMKIT_CUDA_CHECK_LAUNCH();
+  }
+
+  T* plane_of(DeviceBuffer<T>& field, int l) { return field.data() + static_cast<std::size_t>(l) * g_.nx * g_.ny; }
+
+  // The ghost planes of state `buf` from the neighbours, after its step has finished.
+  void exchange_now(int buf) {
+    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
+    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
+    if (link_->device_pointers()) {  // a CUDA-aware MPI takes device memory itself
+      SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+      for (DeviceBuffer<T>* a : fields) {
+        link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr,
+                        above ? plane_of(*a, slab_.own_end - 1) : nullptr,
+                        below ? plane_of(*a, slab_.own_begin - 1) : nullptr,
+                        above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
+      }
+      return;
+    }
+    stage_out(buf, nullptr);
+    SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    host_exchange();
+    stage_in(buf, nullptr);
+  }
+
+  // Boundary planes of state `buf` into the pinned send buffers, on `stream`.
+  void stage_out(int buf, cudaStream_t stream) {
+    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
+    for (int a = 0; a < 3; ++a) {
+      if (slab_.ghost_below())
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_lo_.data() + a * plane, plane_of(*fields[a], slab_.own_begin), bytes,
+                                          cudaMemcpyDeviceToHost, stream));
+      if (slab_.ghost_above(g_.nz))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_hi_.data() + a * plane, plane_of(*fields[a], slab_.own_end - 1), bytes,
+                                          cudaMemcpyDeviceToHost, stream));
+    }
+  }
+  void stage_in(int buf, cudaStream_t stream) {
+    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
+    for (int a = 0; a < 3; ++a) {
+      if (slab_.ghost_below())
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], slab_.own_begin - 1), recv_lo_.data() + a * plane, bytes,
+                                          cudaMemcpyHostToDevice, stream));
+      if (slab_.ghost_above(g_.nz))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], slab_.own_end), recv_hi_.data() + a * plane, bytes,
+                                          cudaMemcpyHostToDevice, stream));
+    }
+  }
+  void host_exchange() {
+    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
+    link_->exchange(below ? send_lo_.data() : nullptr, above ? send_hi_.data() : nullptr,
+                    below ? recv_lo_.data() : nullptr, above ? recv_hi_.data() : nullptr,
+                    3 * static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T));
+  }
+
+  // A step whose halo exchange overlaps the interior update: the boundary planes first, then the
+  // interior on the compute stream while the copy stream takes the boundary planes out, MPI swaps
+  // them, and the ghosts go in; the next step waits for the ghosts. Fields as in step(): the same
+  // update_node at every node, only the launch order differs (no reductions on these steps).
+  void overlapped_step(int in, int out) {
+    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
+    if (below) {
+      set_range(slab_.own_begin, slab_.own_begin + 1);
+      step(in, out, false, false);
+    }
+    if (above) {
+      set_range(slab_.own_end - 1, slab_.own_end);
+      step(in, out, false, false);
+    }
+    boundary_done_.record(nullptr);
+    set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
+    step(in, out, false, false);
+    if (link_->device_pointers()) {
+      boundary_done_.synchronize();
+      const std::size_t bytes = static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T);
+      DeviceBuffer<T>* fields[3] = {&n_[out], &f_[out], &c_[out]};
+      for (DeviceBuffer<T>* a : fields) {
+        link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr,
+                        above ? plane_of(*a, slab_.own_end - 1) : nullptr,
+                        below ? plane_of(*a, slab_.own_begin - 1) : nullptr,
+                        above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
+      }
+      return;
+    }
+    SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, boundary_done_.get(), 0));
+    stage_out(out, copy_);
+    copy_.synchronize();
+    host_exchange();  // while the interior runs
+    stage_in(out, copy_);
+    ghosts_in_.record(copy_);
+    SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(nullptr, ghosts_in_.get(), 0));
+  }
+
   // Launches a step kernel of the shared signature (marching, pair, staged) from buffer set `in`
   // to `out`; partials: the per-block reductions, or nullptr.
   template <class Kernel>
@@ -482,6 +635,7 @@ class CudaSolver final : public Solver<T> {
       if (reduce) {
         run_step(pair_kernel<T, kDims, kFlux, true>, grid, in, out, partials_.data());
         reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+        reduced_plane_blocks_ = static_cast<int>(grid.x * grid.y);
       } else if (tuning_.blocks >= 3) {
         run_step(pair_kernel<T, kDims, kFlux, false, 3>, grid, in, out, nullptr);
       } else {
@@ -489,13 +643,14 @@ class CudaSolver final : public Solver<T> {
       }
       return;
     }
-    reduced_blocks_ = blocks_;
+    reduced_blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
+    reduced_plane_blocks_ = static_cast<int>(grid_.x * grid_.y);
     if (tuning_.staged > 0 && !tuning_.naive) {
       launch_staged<kDims, kFlux>(in, out, reduce);
       return;
     }
     if (tuning_.naive) {
-      const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(g_.nz));
+      const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(dims_.lend - dims_.lbase));
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
                                                         n_[out].data(), f_[out].data(), c_[out].data());
     } else if (reduce) {
@@ -520,6 +675,7 @@ class CudaSolver final : public Solver<T> {
       run_step(staged_kernel<T, kDims, kFlux, false, kAhead, kMin>, grid, in, out, nullptr);
     }
     reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+    reduced_plane_blocks_ = static_cast<int>(grid.x * grid.y);
   }
   // Planes in flight (Tuning::staged: 1 or 2; 3 and 4 in fp32) and blocks per SM (Tuning::blocks 0, 4, 6).
   template <int kDims, bool kFlux>
@@ -543,60 +699,104 @@ class CudaSolver final : public Solver<T> {
     launch_staged_at<kDims, kFlux, 2, 1>(in, out, reduce);
   }
 
-  Reductions finish(int count) {
-    finish_kernel<<<1, kThreads>>>(partials_.data(), count, total_.data());
-    SIMKIT_CUDA_CHECK_LAUNCH();
-    const std::vector<Partial> total = total_.to_host();
+  // The reductions of `count` partials (plane_blocks per chunk of planes), over every rank.
+  Reductions finish(int count, int plane_blocks) {
+    Partial result;
+    if (!link_) {
+      empty_kernel<<<1, kThreads>>>(carry_.data());
+      fold_kernel<<<1, kThreads>>>(partials_.data(), count, 0, carry_.data());
+      tree_kernel<<<1, kThreads>>>(carry_.data(), total_.data());
+      SIMKIT_CUDA_CHECK_LAUNCH();
+      result = total_.to_host()[0];
+    } else {
+      std::vector<Partial> carry(kThreads);
+      empty_kernel<<<1, kThreads>>>(carry_.data());
+      carry_.download(carry.data(), carry.size());
+      SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+      link_->carry_in(carry.data(), carry.size() * sizeof(Partial));  // rank 0 keeps the empty carries
+      carry_.upload(carry);
+      const long long offset = static_cast<long long>((slab_.z0 + slab_.own_begin) / chunk_) * plane_blocks;
+      fold_kernel<<<1, kThreads>>>(partials_.data(), count, offset, carry_.data());
+      SIMKIT_CUDA_CHECK_LAUNCH();
+      if (link_->last()) {
+        tree_kernel<<<1, kThreads>>>(carry_.data(), total_.data());
+        SIMKIT_CUDA_CHECK_LAUNCH();
+        result = total_.to_host()[0];
+      } else {
+        carry_.download(carry.data(), carry.size());
+        SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+        link_->carry_on(carry.data(), carry.size() * sizeof(Partial));
+      }
+      link_->finish(&result, sizeof result);
+    }
     Reductions r;
     for (int q = 0; q < 3; ++q) {
-      r.integral[q] = total[0].v[q];
-      r.min[q] = total[0].v[3 + q];
-      r.max[q] = total[0].v[6 + q];
+      r.integral[q] = result.v[q];
+      r.min[q] = result.v[3 + q];
+      r.max[q] = result.v[6 + q];
     }
-    scale_integrals(r, g_);
+    scale_integrals(r, global_);
     return r;
   }
 
   int device_;
   DeviceGuard guard_;
-  Grid g_;
+  Grid g_, global_;
   TypedModelParams<T> m_;
   StepConstants<T> sc_;
   Tuning tuning_;
+  Slab slab_;
+  SlabLink* link_ = nullptr;
   Dims dims_{};
-  int chunk_ = 1, blocks_ = 0, cur_ = 0, reduced_blocks_ = 0;
+  int chunk_ = 1, blocks_ = 0, cur_ = 0, reduced_blocks_ = 0, reduced_plane_blocks_ = 0;
   dim3 grid_;
   DeviceBuffer<T> n_[2], f_[2], c_[2];
-  DeviceBuffer<Partial> partials_, total_;
+  DeviceBuffer<Partial> partials_, carry_, total_;
+  ::simkit::cuda::PinnedBuffer<T> send_lo_, send_hi_, recv_lo_, recv_hi_;
+  ::simkit::cuda::Stream copy_;
+  ::simkit::cuda::Event boundary_done_, ghosts_in_;
   std::string device_name_;
 };
 
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning) {
-  auto solver = std::make_unique<CudaSolver<T>>(problem, initial, device, tuning);
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning,
+                                const SlabSetup& slab) {
+  auto solver = std::make_unique<CudaSolver<T>>(problem, initial, device, tuning, slab);
   solver->set_device_name(device_description(Backend::Cuda, device, 0));
   return solver;
 }
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options) {
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning) {
+  return make<T>(problem, initial, device, tuning, SlabSetup::whole(problem.grid));
+}
+
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
+                                const SlabSetup& slab) {
   // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks
-  // and registers for 5 blocks a SM (its own bound); fp64 the staged kernel, two planes' copies in
-  // flight, registers for 4 blocks a SM (both forms).
+  // (kSlabAlignment) and registers for 5 blocks a SM (its own bound); fp64 the staged kernel, two
+  // planes' copies in flight, registers for 4 blocks a SM (both forms).
   Tuning tuning;
-  tuning.chunk = 35;
+  tuning.chunk = kSlabAlignment;
   if (std::is_same_v<T, double>) {
     tuning.staged = 2;
     tuning.blocks = 4;
   }
-  return make<T>(problem, initial, options.device, tuning);
+  return make<T>(problem, initial, options.device, tuning, slab);
 }
 
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&,
+                                                   const SlabSetup&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&,
+                                                     const SlabSetup&);
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&,
+                                                   const SlabSetup&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&,
+                                                     const SlabSetup&);
 
 }  // namespace simkit::angio::detail::cuda

@@ -14,13 +14,15 @@ std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, int, const Tun
   no_cuda();
 }
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, const RunOptions&) {
+std::unique_ptr<Solver<T>> make(const Problem&, const Fields<T>&, const RunOptions&, const SlabSetup&) {
   no_cuda();
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&,
+                                                   const SlabSetup&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&,
+                                                     const SlabSetup&);
 
 }  // namespace simkit::angio::detail::cuda

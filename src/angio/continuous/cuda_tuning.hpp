@@ -2,6 +2,7 @@
 // Knobs of the cuda backend's step kernel, for benchmarks and tests (the CLI uses the defaults).
 #include <memory>
 
+#include "angio/continuous/kernels.hpp"
 #include "simkit/angio/angio.hpp"
 
 namespace simkit::angio::detail::cuda {
@@ -19,5 +20,9 @@ struct Tuning {
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning);
+// The same for one slab of a distributed run (kernels.hpp's SlabSetup; the pair kernel is not used).
+template <class T>
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning,
+                                const SlabSetup& slab);
 
 }  // namespace simkit::angio::detail::cuda

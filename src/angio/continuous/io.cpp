@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -271,6 +272,33 @@ void write_vti(const fs::path& path, const Grid& grid, const Fields<T>& fields) 
   const auto arrays = arrays_of(fields);
   for (int a = 0; a < 3; ++a) point_data.arrays.emplace_back(kFieldNames[a], *arrays[a]);
   vtk::write_image_data(path, image, point_data);
+}
+
+template <class T>
+void write_vti_piece(const fs::path& path, const Grid& grid, int z_first, int z_last, const Fields<T>& local,
+                     int local_z0) {
+  const vtk::Image image{{0, grid.nx - 1, 0, grid.ny - 1, z_first, z_last}, {0, 0, 0}, {grid.h, grid.h, grid.h}};
+  const std::size_t plane = static_cast<std::size_t>(grid.nx) * grid.ny;
+  const std::size_t first = static_cast<std::size_t>(z_first - local_z0) * plane;
+  const std::size_t count = static_cast<std::size_t>(z_last - z_first + 1) * plane;
+  vtk::Attributes point_data;
+  point_data.scalars = "n";
+  const auto arrays = arrays_of(local);
+  for (int a = 0; a < 3; ++a) {
+    if (z_first < local_z0 || first + count > arrays[a]->size()) throw InternalError("write_vti_piece: planes outside the slab");
+    point_data.arrays.emplace_back(kFieldNames[a], std::span<const T>(arrays[a]->data() + first, count));
+  }
+  vtk::write_image_data(path, image, point_data);
+}
+
+void write_pvti(const fs::path& path, const Grid& grid, Precision precision, const std::vector<VtiPiece>& pieces) {
+  const vtk::Image whole{{0, grid.nx - 1, 0, grid.ny - 1, 0, grid.nz - 1}, {0, 0, 0}, {grid.h, grid.h, grid.h}};
+  const vtk::DataType type = precision == Precision::Fp32 ? vtk::DataType::Float32 : vtk::DataType::Float64;
+  std::vector<vtk::ArraySpec> arrays;
+  for (const char* name : kFieldNames) arrays.emplace_back(name, type);
+  std::vector<vtk::ImagePiece> out;
+  for (const VtiPiece& p : pieces) out.push_back({{0, grid.nx - 1, 0, grid.ny - 1, p.z_first, p.z_last}, p.source});
+  vtk::write_parallel_image_data(path, whole, arrays, "n", out);
 }
 
 LoadedFields read_vti(const fs::path& path) {
@@ -617,23 +645,63 @@ Checkpoint read_checkpoint(const fs::path& path) {
 // ---------------------------------------------------------------------------------------------
 // Quick look
 
+namespace {
+std::vector<fs::path> write_quicklook_panels(const fs::path& dir, const Grid& grid, const Panel (&slices)[3],
+                                             std::optional<Panel> mip);
+}  // namespace
+
 template <class T>
 std::vector<fs::path> write_quicklook(const fs::path& dir, const Grid& grid, const Fields<T>& fields) {
   check_field_sizes(grid, fields, "write_quicklook");
+  const int l = grid.nz / 2;
+  const auto arrays = arrays_of(fields);
+  const Panel slices[3] = {plane_of(grid, *arrays[0], l), plane_of(grid, *arrays[1], l), plane_of(grid, *arrays[2], l)};
+  std::optional<Panel> mip;
+  if (grid.nz > 1) mip = max_along_z(grid, *arrays[0]);
+  return write_quicklook_panels(dir, grid, slices, std::move(mip));
+}
+
+std::vector<fs::path> write_quicklook(const fs::path& dir, const Grid& grid,
+                                      const std::array<std::vector<double>, 3>& mid_plane,
+                                      const std::vector<double>& mip_n) {
+  const std::size_t plane = static_cast<std::size_t>(grid.nx) * grid.ny;
+  auto panel = [&](const std::vector<double>& values) {
+    if (values.size() != plane) throw InternalError("write_quicklook: a plane of the wrong size");
+    Panel p{grid.nx, grid.ny, values};
+    p.find_range();
+    return p;
+  };
+  const Panel slices[3] = {panel(mid_plane[0]), panel(mid_plane[1]), panel(mid_plane[2])};
+  std::optional<Panel> mip;
+  if (grid.nz > 1) mip = panel(mip_n);
+  return write_quicklook_panels(dir, grid, slices, std::move(mip));
+}
+
+void max_into(std::vector<double>& mip, const std::vector<double>& plane) {
+  if (mip.empty()) {
+    mip = plane;
+    return;
+  }
+  for (std::size_t k = 0; k < mip.size(); ++k) {
+    double& m = mip[k];
+    const double v = plane[k];
+    if (std::isnan(v) || v > m) m = std::isnan(m) ? m : v;
+  }
+}
+
+namespace {
+std::vector<fs::path> write_quicklook_panels(const fs::path& dir, const Grid& grid, const Panel (&slices)[3],
+                                             std::optional<Panel> mip) {
   std::vector<fs::path> written;
   const int l = grid.nz / 2;
   const int scale = panel_scale(grid);
-  const auto arrays = arrays_of(fields);
-  const Panel slices[3] = {plane_of(grid, *arrays[0], l), plane_of(grid, *arrays[1], l), plane_of(grid, *arrays[2], l)};
   int width = 0, height = 0;
   const auto slice_rgb = render({&slices[0], &slices[1], &slices[2]}, scale, width, height);
   write_png_rgb(dir / "slice.png", width, height, slice_rgb);
   written.push_back(dir / "slice.png");
 
-  std::optional<Panel> mip;
   int mip_width = 0, mip_height = 0;
-  if (grid.nz > 1) {
-    mip = max_along_z(grid, *arrays[0]);
+  if (mip) {
     const auto mip_rgb = render({&*mip}, scale, mip_width, mip_height);
     write_png_rgb(dir / "mip_n.png", mip_width, mip_height, mip_rgb);
     written.push_back(dir / "mip_n.png");
@@ -681,11 +749,14 @@ std::vector<fs::path> write_quicklook(const fs::path& dir, const Grid& grid, con
   written.push_back(dir / "slice.svg");
   return written;
 }
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 
 template void write_vti<float>(const fs::path&, const Grid&, const Fields<float>&);
 template void write_vti<double>(const fs::path&, const Grid&, const Fields<double>&);
+template void write_vti_piece<float>(const fs::path&, const Grid&, int, int, const Fields<float>&, int);
+template void write_vti_piece<double>(const fs::path&, const Grid&, int, int, const Fields<double>&, int);
 template void write_checkpoint<float>(const fs::path&, const Problem&, std::int64_t, std::uint64_t,
                                       const Fields<float>&, const json&);
 template void write_checkpoint<double>(const fs::path&, const Problem&, std::int64_t, std::uint64_t,

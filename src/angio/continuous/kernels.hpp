@@ -1,9 +1,11 @@
 #pragma once
 // The backend interface of angio's continuous solver (same shape in reference, cpu and cuda) and
 // the host helpers the reference and cpu backends share.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "angio/model.hpp"
 #include "simkit/angio/angio.hpp"
@@ -109,11 +111,107 @@ Reductions reduce_row(const Grid& g, const Fields<T>& u, int j, int l) {
 
 inline double row_weight(const Grid& g, int j, int l) { return trapezoid_weight(j, g.ny) * trapezoid_weight(l, g.nz); }
 
+// ---- z-slabs of a distributed run (docs/scale-out.md) ----
+// A solver of a slab holds planes [z0, z0 + held) of the global grid: its own planes and one ghost
+// plane on each side that has a neighbour (the problem's grid given to the backend is this local
+// grid, nz = held). It updates only its own planes [own_begin, own_end) (local indices) and reduces
+// them with the global trapezoid weights; after each step the link refreshes the ghost planes. At a
+// face of the global grid the slab has no ghost there, and the local mirror is the global one, so
+// every node sees exactly the inputs it sees in a single-rank run: the fields are bitwise equal.
+struct Slab {
+  int z0 = 0;         // global index of local plane 0
+  int nz_global = 1;  // planes of the whole grid
+  int own_begin = 0, own_end = 1;
+  bool ghost_below() const { return own_begin > 0; }
+  bool ghost_above(int held) const { return own_end < held; }
+};
+
+// What a slab needs of the other ranks (implemented over MPI in slab_link.cpp).
+class SlabLink {
+ public:
+  virtual ~SlabLink() = default;
+  // Sends `bytes` from lo_send to the rank below and from hi_send to the rank above, and receives
+  // the rank below's into lo_recv and the rank above's into hi_recv; null pointers where that
+  // neighbour does not exist. Host memory, or device memory when device_pointers().
+  virtual void exchange(const void* lo_send, const void* hi_send, void* lo_recv, void* hi_recv,
+                        std::size_t bytes) = 0;
+  virtual bool device_pointers() const = 0;
+  // The series reductions, folded in global order across the ranks: carry_in() receives the fold
+  // so far from the rank below (rank 0 keeps `data` as it is), carry_on() sends it to the rank
+  // above, finish() gives every rank the last rank's result.
+  virtual void carry_in(void* data, std::size_t bytes) = 0;
+  virtual void carry_on(const void* data, std::size_t bytes) = 0;
+  virtual void finish(void* data, std::size_t bytes) = 0;
+  virtual bool last() const = 0;
+};
+
+// Slabs start at multiples of this many planes with the cuda backend: its blocks march up chunks of
+// 35 planes, and whole chunks per slab make a slab's blocks (and so its reduction partials) the
+// single-rank run's. The host backends split anywhere (alignment 1).
+inline constexpr int kSlabAlignment = 35;
+
+// A backend's slab: the whole grid (link null) unless the run is distributed.
+struct SlabSetup {
+  Slab slab;
+  SlabLink* link = nullptr;
+  static SlabSetup whole(const Grid& g) {
+    SlabSetup s;
+    s.slab.nz_global = g.nz;
+    s.slab.own_end = g.nz;
+    return s;
+  }
+};
+
+// Row weight with the global plane index of local plane l.
+inline double row_weight(const Grid& g, const Slab& slab, int j, int l) {
+  return trapezoid_weight(j, g.ny) * trapezoid_weight(l + slab.z0, slab.nz_global);
+}
+
+// Host helpers of the reference and cpu backends: the folded sum of rows over the ranks (rank order,
+// then row order: the order of one rank), and the ghost exchange of host fields.
+inline Reductions fold_rows(const Grid& g, const SlabSetup& s, const std::vector<Reductions>& rows) {
+  Reductions total = empty_reductions();
+  if (s.link) s.link->carry_in(&total, sizeof total);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const int j = static_cast<int>(r % g.ny), l = s.slab.own_begin + static_cast<int>(r / g.ny);
+    add_row(total, rows[r], row_weight(g, s.slab, j, l));
+  }
+  if (s.link) {
+    s.link->carry_on(&total, sizeof total);
+    s.link->finish(&total, sizeof total);
+  }
+  Grid global = g;
+  global.nz = s.slab.nz_global;
+  scale_integrals(total, global);
+  return total;
+}
+
+template <class T>
+void exchange_ghosts(const Grid& g, const SlabSetup& s, Fields<T>& u) {
+  if (!s.link) return;
+  const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
+  const bool below = s.slab.ghost_below(), above = s.slab.ghost_above(g.nz);
+  std::vector<T> lo_send(below ? 3 * plane : 0), hi_send(above ? 3 * plane : 0), lo_recv(lo_send.size()),
+      hi_recv(hi_send.size());
+  std::vector<T>* arrays[3] = {&u.n, &u.f, &u.c};
+  for (int a = 0; a < 3; ++a) {
+    if (below) std::copy_n(arrays[a]->data() + s.slab.own_begin * plane, plane, lo_send.data() + a * plane);
+    if (above) std::copy_n(arrays[a]->data() + (s.slab.own_end - 1) * plane, plane, hi_send.data() + a * plane);
+  }
+  s.link->exchange(below ? lo_send.data() : nullptr, above ? hi_send.data() : nullptr,
+                   below ? lo_recv.data() : nullptr, above ? hi_recv.data() : nullptr, 3 * plane * sizeof(T));
+  for (int a = 0; a < 3; ++a) {
+    if (below) std::copy_n(lo_recv.data() + a * plane, plane, arrays[a]->data() + (s.slab.own_begin - 1) * plane);
+    if (above) std::copy_n(hi_recv.data() + a * plane, plane, arrays[a]->data() + s.slab.own_end * plane);
+  }
+}
+
 // The backends, identical in namespaces reference, cpu and cuda (SIMKIT_DISPATCH): a solver holding
-// the initial state. options: threads (cpu), device (cuda).
+// the initial state (of the local grid when `slab` is a slab). options: threads (cpu), device (cuda).
 #define SIMKIT_ANGIO_BACKEND \
   template <class T>         \
-  std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options)
+  std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options, \
+                                  const SlabSetup& slab)
 namespace reference {
 SIMKIT_ANGIO_BACKEND;
 }
@@ -124,5 +222,21 @@ namespace cuda {
 SIMKIT_ANGIO_BACKEND;
 }  // namespace cuda
 #undef SIMKIT_ANGIO_BACKEND
+
+// The stability check in two halves (stability.cpp): the worst values over planes [l_begin, l_end)
+// of `u` (a slab's own planes; its ghosts give the neighbours), and the report from the worst values
+// of every rank (maxima and a count: the same whatever the split).
+struct StabilityParts {
+  double worst_expanded = 0, worst_flux = 0, worst_speed2 = 0, max_n = 0;
+  std::int64_t negative_nodes = 0;
+};
+template <class T>
+StabilityParts stability_parts(const Problem& problem, const Fields<T>& u, int l_begin, int l_end);
+StabilityReport stability_report(const Problem& global, const StabilityParts& parts);
+
+// The backend's solver for `slab` (solver.cpp).
+template <class T>
+std::unique_ptr<Solver<T>> make_backend(Backend backend, const Problem& problem, const Fields<T>& initial,
+                                        const RunOptions& options, const SlabSetup& slab);
 
 }  // namespace simkit::angio::detail

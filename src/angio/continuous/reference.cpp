@@ -10,22 +10,25 @@
 namespace simkit::angio {
 
 template <class T>
-Fields<T> initial_fields(const Grid& g, const InitialParams& p) {
+Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin, int l_end) {
+  if (l_end < 0) l_end = g.nz;
+  const std::size_t values = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_end - l_begin);
+  const std::size_t skip = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_begin);
   Fields<T> out;
-  out.n.resize(g.nodes());
-  out.f.resize(g.nodes());
-  out.c.resize(g.nodes());
+  out.n.resize(values);
+  out.f.resize(values);
+  out.c.resize(values);
   const double lx = (g.nx - 1) * g.h, ly = (g.ny - 1) * g.h, lz = (g.nz - 1) * g.h;
   const double pi = std::numbers::pi;
   // A&C's circular tumour, made continuous: c = 1 within r <= 0.1, then ((nu - r)/(nu - 0.1))^2.
   const double nu = (std::sqrt(5.0) - 0.1) / (std::sqrt(5.0) - 1.0);
   // Every node on its own: threads change no bit (large grids take seconds serially).
 #pragma omp parallel for collapse(2) schedule(static)
-  for (int l = 0; l < g.nz; ++l)
+  for (int l = l_begin; l < l_end; ++l)
     for (int j = 0; j < g.ny; ++j)
       for (int i = 0; i < g.nx; ++i) {
         const double x = lx > 0 ? i * g.h / lx : 0, y = ly > 0 ? j * g.h / ly : 0, z = lz > 0 ? l * g.h / lz : 0;
-        const std::size_t id = g.index(i, j, l);
+        const std::size_t id = g.index(i, j, l) - skip;
         double c;
         if (p.taf == InitialTaf::Linear) {
           c = std::exp(-(1 - x) * (1 - x) / p.eps1);
@@ -78,33 +81,32 @@ namespace {
 template <class T>
 class ReferenceSolver final : public Solver<T> {
  public:
-  ReferenceSolver(const Problem& p, const Fields<T>& initial)
-      : g_(p.grid), m_(typed<T>(p.model)), sc_(step_constants<T>(p)), u_(initial), next_(initial) {}
+  ReferenceSolver(const Problem& p, const Fields<T>& initial, const SlabSetup& slab)
+      : g_(p.grid), m_(typed<T>(p.model)), sc_(step_constants<T>(p)), s_(slab), u_(initial), next_(initial) {}
 
   Reductions advance(std::int64_t steps, bool reduce) override {
-    Reductions total = empty_reductions();
     const FlushSubnormals flush(std::is_same_v<T, float>);
+    std::vector<Reductions> rows;
     for (std::int64_t s = 0; s < steps; ++s) {
       const bool last = reduce && s + 1 == steps;
-      for (int l = 0; l < g_.nz; ++l)
+      for (int l = s_.slab.own_begin; l < s_.slab.own_end; ++l)
         for (int j = 0; j < g_.ny; ++j) {
           Reductions row = empty_reductions();
           step_row(g_, m_, sc_, u_.n.data(), u_.f.data(), u_.c.data(), next_.n.data(), next_.f.data(), next_.c.data(),
                    j, l, last ? &row : nullptr);
-          if (last) add_row(total, row, row_weight(g_, j, l));
+          if (last) rows.push_back(row);
         }
       std::swap(u_, next_);
+      exchange_ghosts(g_, s_, u_);
     }
-    scale_integrals(total, g_);
-    return total;
+    return reduce ? fold_rows(g_, s_, rows) : Reductions{};
   }
 
   Reductions reduce() override {
-    Reductions total = empty_reductions();
-    for (int l = 0; l < g_.nz; ++l)
-      for (int j = 0; j < g_.ny; ++j) add_row(total, reduce_row(g_, u_, j, l), row_weight(g_, j, l));
-    scale_integrals(total, g_);
-    return total;
+    std::vector<Reductions> rows;
+    for (int l = s_.slab.own_begin; l < s_.slab.own_end; ++l)
+      for (int j = 0; j < g_.ny; ++j) rows.push_back(reduce_row(g_, u_, j, l));
+    return fold_rows(g_, s_, rows);
   }
 
   void read(Fields<T>& out) override { out = u_; }
@@ -114,22 +116,26 @@ class ReferenceSolver final : public Solver<T> {
   Grid g_;
   TypedModelParams<T> m_;
   StepConstants<T> sc_;
+  SlabSetup s_;
   Fields<T> u_, next_;
 };
 
 }  // namespace
 
 template <class T>
-std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions&) {
-  return std::make_unique<ReferenceSolver<T>>(problem, initial);
+std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions&,
+                                const SlabSetup& slab) {
+  return std::make_unique<ReferenceSolver<T>>(problem, initial, slab);
 }
-template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&);
-template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&);
+template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&,
+                                                   const SlabSetup&);
+template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&,
+                                                     const SlabSetup&);
 
 }  // namespace detail::reference
 
-template Fields<float> initial_fields<float>(const Grid&, const InitialParams&);
-template Fields<double> initial_fields<double>(const Grid&, const InitialParams&);
+template Fields<float> initial_fields<float>(const Grid&, const InitialParams&, int, int);
+template Fields<double> initial_fields<double>(const Grid&, const InitialParams&, int, int);
 template void step_reference<float>(const Grid&, const ModelParams&, float, const Fields<float>&, Fields<float>&, Form);
 template void step_reference<double>(const Grid&, const ModelParams&, double, const Fields<double>&, Fields<double>&,
                                      Form);

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <bit>
+#include <optional>
 #include <regex>
 
+#include "angio/continuous/kernels.hpp"
 #include "simkit/core/build_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
@@ -42,6 +46,90 @@ std::string snapshot_name(std::int64_t step, std::int64_t last) {
   return fmt::format("snapshots/angio_{:0{}d}.vti", step, width);
 }
 
+// ---- distributed runs: z-slabs (docs/scale-out.md) ----
+
+// The neighbours of a slab over MPI (simkit::dist): halo planes with the ranks below and above,
+// the reductions' carry passed up the ranks and the last rank's result broadcast.
+class MpiSlabLink final : public detail::SlabLink {
+ public:
+  MpiSlabLink(const dist::Comm& comm, bool device) : comm_(comm), device_(device && comm.cuda_aware()) {}
+  void exchange(const void* lo_send, const void* hi_send, void* lo_recv, void* hi_recv, std::size_t bytes) override {
+    const int r = comm_.rank();
+    // Upwards (my top plane to the rank above, the one below's into my lower ghost), then downwards.
+    comm_.sendrecv(hi_send, bytes, hi_send ? r + 1 : -1, lo_recv, bytes, lo_recv ? r - 1 : -1, 21);
+    comm_.sendrecv(lo_send, bytes, lo_send ? r - 1 : -1, hi_recv, bytes, hi_recv ? r + 1 : -1, 22);
+  }
+  bool device_pointers() const override { return device_; }
+  void carry_in(void* data, std::size_t bytes) override {
+    if (comm_.rank() > 0) comm_.recv(data, bytes, comm_.rank() - 1, 23);
+  }
+  void carry_on(const void* data, std::size_t bytes) override {
+    if (!last()) comm_.send(data, bytes, comm_.rank() + 1, 23);
+  }
+  void finish(void* data, std::size_t bytes) override { comm_.broadcast(data, bytes, comm_.size() - 1); }
+  bool last() const override { return comm_.rank() + 1 == comm_.size(); }
+
+ private:
+  const dist::Comm& comm_;
+  bool device_;
+};
+
+// This rank's planes: its own [own_begin, own_end) and those it holds (a ghost plane on each side
+// with a neighbour), global indices. One rank: the whole grid.
+struct SlabPlan {
+  int own_begin = 0, own_end = 0, held_begin = 0, held_end = 0;
+  int held() const { return held_end - held_begin; }
+  int own() const { return own_end - own_begin; }
+};
+
+SlabPlan plan_slabs(const Grid& g, const dist::Comm& comm, Backend backend) {
+  SlabPlan plan;
+  const int ranks = comm.size();
+  if (ranks == 1) {
+    plan.own_end = plan.held_end = g.nz;
+    return plan;
+  }
+  const int align = backend == Backend::Cuda ? detail::kSlabAlignment : 1;
+  const int pieces = (g.nz + align - 1) / align;
+  if (g.nz == 1) {
+    throw UserError("grid", fmt::format(" {},{},{}: a 2D grid is not split across ranks (z-slabs); run it without "
+                                        "mpirun, or on one rank",
+                                        g.nx, g.ny, g.nz));
+  }
+  if (pieces < ranks) {
+    throw UserError("grid", fmt::format(" {},{},{}: {} ranks need at least {} planes along z ({} per rank{}); use "
+                                        "fewer ranks or a taller grid",
+                                        g.nx, g.ny, g.nz, ranks, ranks * align, align,
+                                        align > 1 ? ": the cuda backend splits in whole chunks of 35 planes" : ""));
+  }
+  const dist::Range r = dist::share(static_cast<std::uint64_t>(g.nz), ranks, comm.rank(), static_cast<std::uint64_t>(align));
+  plan.own_begin = static_cast<int>(r.begin);
+  plan.own_end = static_cast<int>(r.end);
+  plan.held_begin = plan.own_begin - (comm.rank() > 0 ? 1 : 0);
+  plan.held_end = plan.own_end + (comm.rank() + 1 < ranks ? 1 : 0);
+  return plan;
+}
+
+// Planes [first, first + count) of `in` (plane 0 at global `in_z0`) into `out` (plane 0 at `out_z0`).
+template <class T>
+void copy_planes(const Grid& g, const Fields<T>& in, int in_z0, Fields<T>& out, int out_z0, int first, int count) {
+  const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
+  const std::vector<T>* from[3] = {&in.n, &in.f, &in.c};
+  std::vector<T>* to[3] = {&out.n, &out.f, &out.c};
+  for (int a = 0; a < 3; ++a)
+    std::copy_n(from[a]->begin() + static_cast<std::ptrdiff_t>((first - in_z0) * plane), count * plane,
+                to[a]->begin() + static_cast<std::ptrdiff_t>((first - out_z0) * plane));
+}
+
+template <class T>
+Fields<T> sized(std::size_t values) {
+  Fields<T> f;
+  f.n.resize(values);
+  f.f.resize(values);
+  f.c.resize(values);
+  return f;
+}
+
 // Snapshots already in out/snapshots with step <= `upto` (a restart into the same directory
 // keeps them in the collection).
 std::vector<SnapshotEntry> existing_snapshots(const std::filesystem::path& out, std::int64_t upto, double dt) {
@@ -49,7 +137,7 @@ std::vector<SnapshotEntry> existing_snapshots(const std::filesystem::path& out, 
   const std::filesystem::path dir = out / "snapshots";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return {};
-  static const std::regex name(R"(angio_(\d+)\.vti)");
+  static const std::regex name(R"(angio_(\d+)\.p?vti)");
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::smatch match;
     const std::string file = entry.path().filename().string();
@@ -74,19 +162,73 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   RunReport report;
   report.backend = backend;
 
+  // Under mpirun each rank holds a z-slab (docs/scale-out.md); one rank holds the whole grid.
+  const dist::Comm& comm = dist::Comm::world();
+  const SlabPlan plan = plan_slabs(g, comm, backend);
+  std::unique_ptr<detail::SlabLink> link;
+  if (comm.distributed()) link = std::make_unique<MpiSlabLink>(comm, backend == Backend::Cuda);
+  Grid lg = g;  // the planes this rank holds
+  lg.nz = plan.held();
+  detail::SlabSetup setup;
+  setup.slab = detail::Slab{plan.held_begin, g.nz, plan.own_begin - plan.held_begin, plan.own_end - plan.held_begin};
+  setup.link = link.get();
+  const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
+  report.ranks = comm.size();
+
+  if (settings.restart && comm.distributed()) {
+    // The checkpoints' split must be this run's (the cuda backend splits in whole 35-plane chunks).
+    const nlohmann::json slab = settings.restart->run.value("slab", nlohmann::json::object());
+    if (slab.value("z_begin", -1) != plan.own_begin || slab.value("z_end", -1) != plan.own_end) {
+      throw input_error(settings.restart_source, 0, "slab",
+                        fmt::format("holds planes [{}, {}) but this run's rank {} owns [{}, {}): restart with the "
+                                    "backend of the run that wrote it (the cuda backend splits in chunks of {} planes)",
+                                    slab.value("z_begin", -1), slab.value("z_end", -1), comm.rank(), plan.own_begin,
+                                    plan.own_end, detail::kSlabAlignment));
+    }
+  }
   Fields<T> initial;
   std::int64_t start = 0;
   if (settings.restart) {
-    initial = std::move(checkpoint_fields<T>(*settings.restart));
+    // One rank's checkpoint holds its own planes (the whole grid on one rank); the ghosts come from
+    // the neighbours below.
+    Fields<T>& own = checkpoint_fields<T>(*settings.restart);
     start = settings.restart->step;
+    if (!comm.distributed()) {
+      initial = std::move(own);
+    } else {
+      initial = sized<T>(plane * static_cast<std::size_t>(lg.nz));
+      copy_planes(g, own, plan.own_begin, initial, plan.held_begin, plan.own_begin, plan.own());
+    }
   } else if (settings.initial) {
-    initial = convert<T>(settings.initial->fields);
+    Fields<T> whole = convert<T>(settings.initial->fields);
     settings.initial.reset();
+    if (!comm.distributed()) {
+      initial = std::move(whole);
+    } else {
+      initial = sized<T>(plane * static_cast<std::size_t>(lg.nz));
+      copy_planes(g, whole, 0, initial, plan.held_begin, plan.held_begin, plan.held());
+    }
   } else {
-    initial = initial_fields<T>(g, problem.initial);
+    initial = initial_fields<T>(g, problem.initial, plan.held_begin, plan.held_end);
   }
+  detail::exchange_ghosts(lg, setup, initial);
   report.start_step = start;
-  report.stability = check_stability(problem, initial);
+  {
+    // Each rank's worst values over its own planes, then the maxima and the count over the ranks
+    // (non-negative doubles order as their bits): the same report as one rank's.
+    Problem local = problem;
+    local.grid = lg;
+    detail::StabilityParts parts =
+        detail::stability_parts(local, initial, setup.slab.own_begin, setup.slab.own_end);
+    if (comm.distributed()) {
+      for (double* v : {&parts.worst_expanded, &parts.worst_flux, &parts.worst_speed2, &parts.max_n})
+        *v = std::bit_cast<double>(comm.allreduce_max(std::bit_cast<std::int64_t>(*v)));
+      std::uint64_t count = static_cast<std::uint64_t>(parts.negative_nodes);
+      comm.allreduce_sum(std::span<std::uint64_t>(&count, 1));
+      parts.negative_nodes = static_cast<std::int64_t>(count);
+    }
+    report.stability = detail::stability_report(problem, parts);
+  }
   if (settings.auto_dt) {
     const double k = 0.9 * report.stability.largest_stable_k;
     if (!std::isfinite(k) || !(k > 0)) {
@@ -130,12 +272,21 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   // Everything goes to a staging directory first (core StagedOutput): a run that fails, or is
   // stopped, leaves settings.out as it was. What a restart keeps of the earlier run is read from
   // settings.out itself.
-  StagedOutput staged(settings.out);
-  const std::filesystem::path& dir = staged.dir();
-  if (settings.output_every >= 0) ensure_output_directory(dir / "snapshots");
+  // Distributed: rank 0 stages, every rank writes its pieces and checkpoint into the same staging
+  // directory (the output directory must be on a file system every rank sees), rank 0 commits.
+  std::optional<StagedOutput> staged;
+  std::filesystem::path dir;
+  if (comm.root()) {
+    staged.emplace(settings.out);
+    dir = staged->dir();
+  }
+  dir = comm.broadcast(dir.string());
+  const bool root = comm.root();
+  if (settings.output_every >= 0 && root) ensure_output_directory(dir / "snapshots");
+  comm.barrier();
   const std::filesystem::path series_path = dir / "series.csv";
   const std::filesystem::path pvd_path = dir / "angio.pvd";
-  const std::filesystem::path checkpoint_path = dir / "checkpoint.ckpt";
+  const std::filesystem::path checkpoint_path = dir / checkpoint_name(comm.rank(), comm.size());
   // Where the earlier part of a restarted run is: settings.out, or, for a restart from the
   // checkpoint of a run that died (killed, power cut) before moving its outputs into place, that
   // run's staging directory inside settings.out. Its series rows and snapshots are taken from
@@ -156,7 +307,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
 
   std::vector<SeriesRow> series;
   std::vector<SnapshotEntry> snapshots;
-  if (start > 0) {
+  if (start > 0 && root) {
     std::error_code ec;
     if (settings.series_every > 0 && std::filesystem::exists(target_series, ec)) {
       // Only the rows an uninterrupted run has: step 0 and multiples of series_every (the
@@ -173,12 +324,21 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
           std::filesystem::rename(earlier / e.file, dir / e.file, ec);
           if (ec) throw UserError("out", fmt::format(" {}: cannot take over {}: {}", settings.out.string(),
                                                      (earlier / e.file).string(), ec.message()));
+          // A parallel snapshot's pieces are in the directory of its name.
+          const std::filesystem::path pieces = std::filesystem::path(e.file).replace_extension();
+          if (std::filesystem::path(e.file).extension() == ".pvti" && std::filesystem::is_directory(earlier / pieces, ec)) {
+            std::filesystem::rename(earlier / pieces, dir / pieces, ec);
+            if (ec) throw UserError("out", fmt::format(" {}: cannot take over {}: {}", settings.out.string(),
+                                                       (earlier / pieces).string(), ec.message()));
+          }
         }
       }
     }
   }
 
-  auto solver = make_solver<T>(problem, initial, backend, options);
+  Problem local = problem;  // dt is final now
+  local.grid = lg;
+  auto solver = detail::make_backend<T>(backend, local, initial, options, setup);
   initial = Fields<T>{};  // the solver has its own copy; check_capacity counts on this
   report.device = solver->device();
   Fields<T> host;  // read-back buffer
@@ -191,8 +351,31 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     return host;
   };
   auto snapshot = [&]() {
-    const std::string name = snapshot_name(step, settings.steps);
-    write_vti(dir / name, g, fetch());
+    std::string name = snapshot_name(step, settings.steps);
+    if (!comm.distributed()) {
+      write_vti(dir / name, g, fetch());
+    } else {
+      // Each rank's own planes and the plane above (its ghost, current after the exchange): point
+      // data pieces share their boundary plane, as ParaView expects.
+      const std::string stem = name.substr(0, name.size() - 4);
+      const auto piece = [&](int r) { return fmt::format("{}/piece_{}.vti", stem, r); };
+      const int last = plan.own_end - 1 + (plan.held_end > plan.own_end ? 1 : 0);
+      if (root) ensure_output_directory(dir / stem);
+      comm.barrier();
+      write_vti_piece(dir / piece(comm.rank()), g, plan.own_begin, last, fetch(), plan.held_begin);
+      std::int64_t range[2] = {plan.own_begin, last};
+      const auto all = comm.gather(std::as_bytes(std::span<const std::int64_t>(range)));
+      name = stem + ".pvti";
+      if (root) {
+        std::vector<VtiPiece> pieces;
+        const auto* z = reinterpret_cast<const std::int64_t*>(all.data());
+        for (int r = 0; r < comm.size(); ++r)
+          pieces.push_back({static_cast<int>(z[2 * r]), static_cast<int>(z[2 * r + 1]),
+                            std::filesystem::path(piece(r)).lexically_relative("snapshots").string()});
+        write_pvti(dir / name, g, problem.precision, pieces);
+      }
+    }
+    if (!root) return;
     snapshots.erase(
         std::remove_if(snapshots.begin(), snapshots.end(), [&](const SnapshotEntry& e) { return e.file == name; }),
         snapshots.end());
@@ -204,7 +387,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     // Under its limit the flux form keeps n >= 0 exactly; the limit is checked on the initial
     // fields, and steepening gradients can lower it during the run: stop and say so.
     if (problem.form == Form::Flux && r.min[0] < 0 && !settings.force) {
-      write_series_csv(series_path, series);
+      if (root) write_series_csv(series_path, series);
       throw UserError("dt", fmt::format(
           " {:.6g}: the flux form made n negative (min n = {:.3g}) at step {} (t = {:.6g}): its step limit, "
           "{:.6g} on the initial fields, fell below k as the gradients steepened; use a smaller `dt`, or `force`",
@@ -212,7 +395,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     }
     for (int q = 0; q < 3; ++q) {
       if (!std::isfinite(r.integral[q]) || !std::isfinite(r.min[q]) || !std::isfinite(r.max[q])) {
-        if (settings.series_every > 0) write_series_csv(series_path, series);
+        if (settings.series_every > 0 && root) write_series_csv(series_path, series);
         throw UserError("dt", fmt::format(
             " {:.6g}: the run became unstable: {} is no longer finite at step {} (t = {:.6g}); the stability "
             "check allowed k <= {:.6g} ({})",
@@ -253,15 +436,27 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     if (settings.checkpoint_every > 0 && (step % settings.checkpoint_every == 0 || step == settings.steps)) {
       // series.csv first: a crash between the two then leaves the series ahead of the checkpoint,
       // never behind it (a restart keeps only rows up to its step).
-      if (settings.series_every > 0) write_series_csv(series_path, series);
-      write_checkpoint(checkpoint_path, problem, step, options.seed, fetch(),
-                       nlohmann::json{{"series_every", settings.series_every},
-                                      {"output_every", settings.output_every},
-                                      {"checkpoint_every", settings.checkpoint_every},
-                                      {"quicklook", settings.quicklook},
-                                      {"force", settings.force}});
+      if (settings.series_every > 0 && root) write_series_csv(series_path, series);
+      nlohmann::json run_settings{{"series_every", settings.series_every},
+                                  {"output_every", settings.output_every},
+                                  {"checkpoint_every", settings.checkpoint_every},
+                                  {"quicklook", settings.quicklook},
+                                  {"force", settings.force}};
+      if (!comm.distributed()) {
+        write_checkpoint(checkpoint_path, problem, step, options.seed, fetch(), run_settings);
+      } else {
+        // Each rank its own planes, as a checkpoint of a grid that many planes tall; "slab" says
+        // where they lie, and a restart on as many ranks puts them back.
+        Problem own = problem;
+        own.grid.nz = plan.own();
+        Fields<T> mine = sized<T>(plane * static_cast<std::size_t>(plan.own()));
+        copy_planes(g, fetch(), plan.held_begin, mine, plan.own_begin, plan.own_begin, plan.own());
+        run_settings["slab"] = {{"rank", comm.rank()}, {"ranks", comm.size()}, {"z_begin", plan.own_begin},
+                                {"z_end", plan.own_end}, {"nz", g.nz}};
+        write_checkpoint(checkpoint_path, own, step, options.seed, mine, run_settings);
+      }
     }
-    if (options.progress)
+    if (options.progress && root)
       options.progress(static_cast<double>(step - start), static_cast<double>(settings.steps - start));
   }
   report.end_step = step;
@@ -271,23 +466,66 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   report.form = problem.form;
   report.final_state = (!series.empty() && series.back().step == step) ? series.back().r : solver->reduce();
 
-  if (settings.series_every > 0) write_series_csv(series_path, series);
+  if (settings.series_every > 0 && root) write_series_csv(series_path, series);
   std::vector<std::filesystem::path> quicklook;
-  if (settings.quicklook) quicklook = write_quicklook(dir, g, fetch());
+  if (settings.quicklook) {
+    if (!comm.distributed()) {
+      quicklook = write_quicklook(dir, g, fetch());
+    } else {
+      // The mid-plane from the rank that owns it, the maximum of n along z folded over the ranks.
+      const Fields<T>& u = fetch();
+      const int mid = g.nz / 2;
+      std::vector<double> mip, mid_values;
+      for (int l = plan.own_begin; l < plan.own_end; ++l) {
+        const auto at = u.n.begin() + static_cast<std::ptrdiff_t>((l - plan.held_begin) * plane);
+        max_into(mip, std::vector<double>(at, at + static_cast<std::ptrdiff_t>(plane)));
+      }
+      if (mid >= plan.own_begin && mid < plan.own_end) {
+        for (const std::vector<T>* a : {&u.n, &u.f, &u.c}) {
+          const auto at = a->begin() + static_cast<std::ptrdiff_t>((mid - plan.held_begin) * plane);
+          mid_values.insert(mid_values.end(), at, at + static_cast<std::ptrdiff_t>(plane));
+        }
+      }
+      const auto mips = comm.gather(std::as_bytes(std::span<const double>(mip)));
+      const auto mids = comm.gather(std::as_bytes(std::span<const double>(mid_values)));
+      if (root) {
+        std::vector<double> all_mip;
+        const auto* m = reinterpret_cast<const double*>(mips.data());
+        for (int r = 0; r < comm.size(); ++r)
+          max_into(all_mip, std::vector<double>(m + r * plane, m + (r + 1) * plane));
+        const auto* v = reinterpret_cast<const double*>(mids.data());
+        std::array<std::vector<double>, 3> planes;
+        for (int a = 0; a < 3; ++a) planes[a].assign(v + a * plane, v + (a + 1) * plane);
+        quicklook = write_quicklook(dir, g, planes, all_mip);
+      }
+    }
+  }
   report.wall_seconds = wall.seconds();
+  comm.barrier();  // every rank's pieces and checkpoint are written
+  if (!root) return report;
   write_file_atomic(dir / "run.json", report.to_json(settings).dump(2) + "\n");
   // Into place. Of what an earlier run left in settings.out, the snapshots this run's collection
   // lists (a restart keeps those up to its step) stay; the rest of the earlier run's own files go,
   // so that the directory holds one run, and --restart cannot pick up a stale checkpoint.
   std::vector<std::filesystem::path> kept;
   for (const SnapshotEntry& e : snapshots) kept.push_back(e.file);
-  staged.commit([&](const std::filesystem::path& rel) {
+  staged->commit([&](const std::filesystem::path& rel) {
     static const char* const kOwn[] = {"series.csv", "angio.pvd", "checkpoint.ckpt", "run.json",
                                        "slice.png",  "mip_n.png", "slice.svg"};
     for (const char* own : kOwn)
       if (rel == own) return true;
-    return matches_output_pattern(rel, "snapshots", "angio_", ".vti") &&
-           std::find(kept.begin(), kept.end(), rel) == kept.end();
+    if (matches_output_pattern(rel, "", "checkpoint.rank", ".ckpt")) return true;  // a distributed run's
+    const auto listed = [&](const std::filesystem::path& file) {
+      return std::find(kept.begin(), kept.end(), file) != kept.end();
+    };
+    if (matches_output_pattern(rel, "snapshots", "angio_", ".vti") || matches_output_pattern(rel, "snapshots", "angio_", ".pvti"))
+      return !listed(rel);
+    // A piece snapshots/angio_<step>/piece_<r>.vti goes with its .pvti.
+    const std::filesystem::path parent = rel.parent_path();
+    if (parent.parent_path() == "snapshots" && parent.filename().string().rfind("angio_", 0) == 0 &&
+        rel.filename().string().rfind("piece_", 0) == 0 && rel.extension() == ".vti")
+      return !listed(std::filesystem::path(parent.string() + ".pvti"));
+    return false;
   });
   if (earlier_is_staging) {
     std::error_code ec;
@@ -303,6 +541,15 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
 
 }  // namespace
 
+std::string checkpoint_name(int rank, int ranks) {
+  return ranks == 1 ? std::string("checkpoint.ckpt") : fmt::format("checkpoint.rank{}of{}.ckpt", rank, ranks);
+}
+
+std::filesystem::path rank_checkpoint(const std::filesystem::path& given, int rank, int ranks) {
+  if (ranks == 1) return given;
+  return given.parent_path() / checkpoint_name(rank, ranks);
+}
+
 nlohmann::json RunReport::to_json(const RunSettings& settings) const {
   const Problem& p = settings.problem;
   const double node_count = static_cast<double>(p.grid.nodes());
@@ -314,6 +561,7 @@ nlohmann::json RunReport::to_json(const RunSettings& settings) const {
   j["problem"] = problem_to_json(p);
   j["backend"] = std::string(to_string(backend));
   j["device"] = device;
+  j["ranks"] = ranks;
   j["start_step"] = start_step;
   j["end_step"] = end_step;
   j["t_end"] = static_cast<double>(end_step) * p.dt;

@@ -19,15 +19,19 @@ namespace simkit::angio {
 namespace detail {
 template <class T>
 std::unique_ptr<Solver<T>> make_backend(Backend backend, const Problem& problem, const Fields<T>& initial,
-                                        const RunOptions& options) {
-  return SIMKIT_DISPATCH(backend, make<T>(problem, initial, options));
+                                        const RunOptions& options, const SlabSetup& slab) {
+  return SIMKIT_DISPATCH(backend, make<T>(problem, initial, options, slab));
 }
+template std::unique_ptr<Solver<float>> make_backend<float>(Backend, const Problem&, const Fields<float>&,
+                                                            const RunOptions&, const SlabSetup&);
+template std::unique_ptr<Solver<double>> make_backend<double>(Backend, const Problem&, const Fields<double>&,
+                                                              const RunOptions&, const SlabSetup&);
 }  // namespace detail
 
 template <class T>
 std::unique_ptr<Solver<T>> make_solver(const Problem& problem, const Fields<T>& initial, Backend backend,
                                        const RunOptions& options) {
-  return detail::make_backend<T>(backend, problem, initial, options);
+  return detail::make_backend<T>(backend, problem, initial, options, detail::SlabSetup::whole(problem.grid));
 }
 
 template std::unique_ptr<Solver<float>> make_solver<float>(const Problem&, const Fields<float>&, Backend,

@@ -12,18 +12,18 @@
 
 namespace simkit::angio {
 
+namespace detail {
+
 template <class T>
-StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
+StabilityParts stability_parts(const Problem& problem, const Fields<T>& u, int l_begin, int l_end) {
   const Grid& g = problem.grid;
   const ModelParams& m = problem.model;
   const int dims = g.dims();
-  const double inf = std::numeric_limits<double>::infinity();
-  const double h2 = g.h * g.h;
   double worst_expanded = 0, worst_flux = 0, worst_speed2 = 0, max_n = 0;
   std::int64_t negative_nodes = 0;
 #pragma omp parallel for schedule(static) reduction(max : worst_expanded, worst_flux, worst_speed2, max_n) \
     reduction(+ : negative_nodes)
-  for (int l = 0; l < g.nz; ++l) {
+  for (int l = l_begin; l < l_end; ++l) {
     for (int j = 0; j < g.ny; ++j) {
       for (int i = 0; i < g.nx; ++i) {
         std::size_t nb[7];
@@ -66,6 +66,18 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
       }
     }
   }
+  return StabilityParts{worst_expanded, worst_flux, worst_speed2, max_n, negative_nodes};
+}
+
+StabilityReport stability_report(const Problem& problem, const StabilityParts& parts) {
+  const Grid& g = problem.grid;
+  const ModelParams& m = problem.model;
+  const int dims = g.dims();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double h2 = g.h * g.h;
+  const double worst_expanded = parts.worst_expanded, worst_flux = parts.worst_flux,
+               worst_speed2 = parts.worst_speed2, max_n = parts.max_n;
+  const std::int64_t negative_nodes = parts.negative_nodes;
   StabilityReport r;
   const double dmax = std::max(m.diffusion, m.taf_diffusion);
   r.diffusion_limit = dmax > 0 ? h2 / (2 * dims * dmax) : inf;
@@ -97,6 +109,16 @@ StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
       r.binding_limit = limit.name;
     }
   return r;
+}
+
+template StabilityParts stability_parts<float>(const Problem&, const Fields<float>&, int, int);
+template StabilityParts stability_parts<double>(const Problem&, const Fields<double>&, int, int);
+
+}  // namespace detail
+
+template <class T>
+StabilityReport check_stability(const Problem& problem, const Fields<T>& u) {
+  return detail::stability_report(problem, detail::stability_parts(problem, u, 0, problem.grid.nz));
 }
 
 void enforce_stability(const Problem& problem, const StabilityReport& report, bool force) {
