@@ -10,6 +10,8 @@
 #include <string_view>
 
 #include "simkit/core/backend.hpp"
+#include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::cli {
@@ -56,6 +58,7 @@ inline const CLI::Validator kSeed(
 struct CommonRunOptions {
   std::string backend = "auto";
   int device = 0;
+  bool device_given = false;  // --device on the command line (else, under mpirun, rank_device())
   std::uint64_t seed = 1;
   int threads = 0;
   bool quiet = false;
@@ -66,7 +69,10 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
   app.add_option("--backend", o.backend, "Backend: auto (CUDA when a device is usable, else cpu), reference, cpu, cuda")
       ->check(CLI::IsMember(names_of(kBackendNames)))
       ->capture_default_str();
-  app.add_option("--device", o.device, "CUDA device index")->capture_default_str()->check(kNonNegative);
+  app.add_option("--device", o.device, "CUDA device index (under mpirun: default the local rank modulo the devices)")
+      ->capture_default_str()
+      ->check(kNonNegative)
+      ->each([&o](const std::string&) { o.device_given = true; });
   app.add_option("--threads", o.threads,
                  "CPU threads for the cpu backend (0: all; at most 4 x the hardware threads, never fewer than 256)")
       ->capture_default_str()
@@ -89,11 +95,35 @@ int stop_signal();
 // Throws simkit::Stopped when a signal asked to stop (for the commands that take no RunOptions).
 void throw_if_signalled();
 
+// This process's rank among the ranks of its node (the launcher's OMPI_COMM_WORLD_LOCAL_RANK,
+// SLURM_LOCALID, MPI_LOCALRANKID or PMI_LOCAL_RANK), else its world rank.
+inline int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (*end == '\0' && n >= 0 && n < 1000000) return static_cast<int>(n);
+    }
+  }
+  return dist::Comm::world().rank();
+}
+
+// The CUDA device of this process: --device when given (or a single process); under mpirun with
+// the cuda or auto backend, the local rank modulo the node's devices, so that the ranks of a node
+// share its GPUs (docs/scale-out.md).
+inline int rank_device(const CommonRunOptions& o) {
+  if (o.device_given || !dist::Comm::world().distributed()) return o.device;
+  const Backend b = parse_backend(o.backend);
+  if (b != Backend::Cuda && b != Backend::Auto) return o.device;
+  const int count = static_cast<int>(cuda_status().devices.size());
+  return count > 0 ? local_rank() % count : o.device;
+}
+
 // Resolves backend and device into RunOptions (seed is set by the subcommand, which owns --seed).
 inline RunOptions to_run_options(const CommonRunOptions& o) {
   RunOptions r;
-  r.backend = resolve_backend(parse_backend(o.backend), o.device);
-  r.device = o.device;
+  r.device = rank_device(o);
+  r.backend = resolve_backend(parse_backend(o.backend), r.device);
   r.seed = o.seed;
   r.threads = checked_threads(o.threads);
   r.stop = [] { return stop_signal() != 0; };

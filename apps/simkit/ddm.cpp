@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "common.hpp"
+#include "core/collective.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/ddm/ddm.hpp"
+#include "simkit/ddm/distributed.hpp"
 #include "simkit/ddm/generate.hpp"
 #include "simkit/ddm/io.hpp"
 #include "simkit/ddm/replay.hpp"
@@ -123,7 +126,18 @@ struct MatchArgs {
   CommonRunOptions common;
   std::string input, rule = "ieee1516", pairs, per_region, algorithm = "auto", coords = "auto";
   bool count = false;
+  bool pairs_per_rank = false;  // --pairs-per-rank: FILE.rank<r>.EXT from each rank
 };
+
+// Rank r's pair file of --pairs-per-rank: "pairs.csv" -> "pairs.rank2.csv" ("pairs" -> "pairs.rank2";
+// the extension, and so the format, kept).
+std::string per_rank_path(const std::string& path, int rank) {
+  const fs::path p(path);
+  fs::path name = p.stem();
+  name += fmt::format(".rank{}", rank);
+  name += p.extension();
+  return (p.parent_path() / name).string();
+}
 
 // The matching options of `ddm match` and `ddm replay` from their flags.
 MatchOptions match_options(const std::string& rule, const std::string& algorithm, const CommonRunOptions& common) {
@@ -131,7 +145,7 @@ MatchOptions match_options(const std::string& rule, const std::string& algorithm
   o.rule = parse_rule(rule);
   o.algorithm = parse_algorithm(algorithm);
   o.backend = parse_backend(common.backend);
-  o.device = common.device;
+  o.device = rank_device(common);
   o.threads = checked_threads(common.threads);
   return o;
 }
@@ -172,15 +186,21 @@ void check_backend(const MatchOptions& o) {
 
 int run_match(const MatchArgs& a) {
   Stopwatch clock;
+  // Under mpirun the larger set is split over the ranks (docs/scale-out.md, "ddm across ranks"):
+  // counts are summed onto the root, pairs merged there in (subscription, update) order, or written
+  // by each rank to a file of its own (--pairs-per-rank); the root prints.
+  const dist::Comm& world = dist::Comm::world();
+  std::string pairs_file = a.pairs;
+  if (a.pairs_per_rank) pairs_file = per_rank_path(a.pairs, world.rank());
   // The pair and per-region files must not be the region file (also through links).
-  refuse_input_as_output(a.pairs, false, "--input", a.input, "--pairs");
+  refuse_input_as_output(pairs_file, false, "--input", a.input, "--pairs");
   refuse_input_as_output(a.per_region, false, "--input", a.input, "--per-region");
   MatchOptions o = match_options(a.rule, a.algorithm, a.common);
   const std::optional<Coords> coords = coords_option(a.coords);
   std::string mode = "count", out;
   if (!a.pairs.empty()) {
     mode = "pairs";
-    out = a.pairs;
+    out = pairs_file;
     check_output_path(out, "--pairs");
   } else if (!a.per_region.empty()) {
     mode = "per-region";
@@ -197,23 +217,41 @@ int run_match(const MatchArgs& a) {
         const auto s = view(r.subscriptions);
         const auto u = view(r.updates);
         if (mode == "pairs") {
-          PairWriter writer(out, PairWriter::format_for(out), r.subscriptions.ids, r.updates.ids);
-          const MatchReport rep =
-              match_pairs(s, u, o, [&writer](const Match* pairs, std::size_t n) { writer.write(pairs, n); });
-          throw_if_signalled();  // the writer's temporary file goes with it
-          writer.commit();
+          const auto writer_for = [&] {
+            return std::make_unique<PairWriter>(out, PairWriter::format_for(out), r.subscriptions.ids, r.updates.ids);
+          };
+          MatchReport rep;
+          if (a.pairs_per_rank) {
+            const auto writer = writer_for();
+            rep = match_pairs_per_rank(s, u, o, world,
+                                       [&writer](const Match* pairs, std::size_t n) { writer->write(pairs, n); });
+            throw_if_signalled();
+            dist::collectively(world, [&writer] { writer->commit(); });
+          } else if (world.distributed()) {
+            const auto writer = world.root() ? writer_for() : nullptr;
+            rep = match_pairs_distributed(s, u, o, world,
+                                          [&writer](const Match* pairs, std::size_t n) { writer->write(pairs, n); });
+            throw_if_signalled();
+            if (writer) writer->commit();
+          } else {
+            const auto writer = writer_for();
+            rep = match_pairs(s, u, o, [&writer](const Match* pairs, std::size_t n) { writer->write(pairs, n); });
+            throw_if_signalled();  // the writer's temporary file goes with it
+            writer->commit();
+          }
           return rep;
         }
         if (mode == "per-region") {
           std::vector<std::uint64_t> per_s, per_u;
-          const MatchReport rep = count_per_region(s, u, o, per_s, per_u);
+          const MatchReport rep = count_per_region_distributed(s, u, o, world, per_s, per_u);
           throw_if_signalled();
-          write_per_region_csv(out, r.subscriptions.ids, per_s, r.updates.ids, per_u);
+          if (world.root()) write_per_region_csv(out, r.subscriptions.ids, per_s, r.updates.ids, per_u);
           return rep;
         }
-        return count_pairs(s, u, o);
+        return count_pairs_distributed(s, u, o, world);
       },
       regions);
+  if (!world.root()) return 0;
 
   const std::size_t ns = subscription_count(regions), nu = update_count(regions);
   const int dims = dims_of(regions);
@@ -225,6 +263,11 @@ int run_match(const MatchArgs& a) {
   summary.wall_seconds = clock.seconds();
   summary.throughput = report.seconds > 0 ? static_cast<double>(report.pairs) / report.seconds : 0.0;
   summary.throughput_unit = "pairs";
+  nlohmann::json out_json = out.empty() ? nlohmann::json(nullptr) : nlohmann::json(out);
+  if (a.pairs_per_rank) {
+    out_json = nlohmann::json::array();
+    for (int r = 0; r < world.size(); ++r) out_json.push_back(per_rank_path(a.pairs, r));
+  }
   summary.extra = {{"input", a.input},
                    {"subscriptions", ns},
                    {"updates", nu},
@@ -233,7 +276,8 @@ int run_match(const MatchArgs& a) {
                    {"rule", std::string(to_string(o.rule))},
                    {"algorithm", std::string(to_string(report.algorithm))},
                    {"output", mode},
-                   {"out", out.empty() ? nlohmann::json(nullptr) : nlohmann::json(out)},
+                   {"out", out_json},
+                   {"ranks", world.size()},
                    {"pairs", report.pairs},
                    {"seconds", report.seconds},
                    {"read_seconds", read_seconds},
@@ -243,12 +287,18 @@ int run_match(const MatchArgs& a) {
     summary.print(true);
   } else {
     std::string text = summary.text();
+    if (world.distributed()) text += fmt::format(", {} ranks", world.size());
     text += fmt::format(
         "; {} subscriptions x {} updates ({} dimension{}, {}, {}), {} pairs, algorithm {}, matching "
         "{:.4g} s",
         ns, nu, dims, dims == 1 ? "" : "s", coords_name, to_string(o.rule), report.pairs, to_string(report.algorithm),
         report.seconds);
-    if (!out.empty()) text += fmt::format(" -> {}", out);
+    if (a.pairs_per_rank) {
+      text += fmt::format(" -> {}", per_rank_path(a.pairs, 0));
+      if (world.size() > 1) text += fmt::format(" ... {}", per_rank_path(a.pairs, world.size() - 1));
+    } else if (!out.empty()) {
+      text += fmt::format(" -> {}", out);
+    }
     fmt::print("{}\n", text);
   }
   return 0;
@@ -390,6 +440,11 @@ void add_ddm_command(CLI::App& app, Action& action) {
   auto* count = match->add_flag("--count", m->count, "Print the number of pairs only (the default)");
   auto* pairs =
       match->add_option("--pairs", m->pairs, "Write every pair by id: CSV (subscription,update), or binary for .bin");
+  auto* per_rank =
+      match->add_flag("--pairs-per-rank", m->pairs_per_rank,
+                      "With --pairs: each rank writes its own pairs to FILE.rank<r>.EXT, unsorted, instead "
+                      "of the root writing all of them in (subscription, update) order (mpirun)");
+  per_rank->needs(pairs);
   auto* per_region = match->add_option("--per-region", m->per_region,
                                        "Write set,id,count: how many regions of the other set each region meets");
   count->excludes(pairs)->excludes(per_region);

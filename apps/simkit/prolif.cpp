@@ -9,6 +9,7 @@
 #include "prolif_common.hpp"
 #include "core/output.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "core/report.hpp"
 #include "simkit/prolif/io.hpp"
@@ -90,14 +91,25 @@ int run_simulate(const ProlifArgs& a) {
   std::vector<Model> models(static_cast<std::size_t>(a.replicates), model);
   std::vector<std::uint64_t> seeds;
   for (int r = 0; r < a.replicates; ++r) seeds.push_back(options.seed + static_cast<std::uint64_t>(r));
-  Progress progress("prolif", "initial cells", a.common.quiet);
+  // Under mpirun (docs/scale-out.md): replicates are split over the ranks, a single run's cells
+  // are; the root gathers the results, writes the outputs and prints. Progress shows the root's part.
+  const dist::Comm& world = dist::Comm::world();
+  Progress progress("prolif", "initial cells", a.common.quiet || !world.root());
   options.progress = [&](double done, double total) { progress.update(done, total); };
   // The one-time CUDA context creation is reported apart from the simulation time.
   const double device_init_seconds = options.backend == Backend::Cuda ? initialize_cuda_device(options.device) : 0.0;
   Stopwatch sim_clock;
-  report.runs = simulate_batch(initial, models, seeds, options);
+  if (!world.distributed()) {
+    report.runs = simulate_batch(initial, models, seeds, options);
+  } else if (a.replicates == 1) {
+    options.seed = seeds[0];
+    report.runs = {simulate_distributed(initial, model, options, world)};
+  } else {
+    report.runs = simulate_batch_distributed(initial, models, seeds, options, world);
+  }
   const double sim_seconds = sim_clock.seconds();
   progress.finish();
+  if (!world.root()) return 0;
 
   report.backend = std::string(to_string(options.backend));
   report.device = device_description(options.backend, options.device, options.threads);
@@ -123,6 +135,7 @@ int run_simulate(const ProlifArgs& a) {
                    {"initial_cells", initial.total_cells()},
                    {"divisions", divisions},
                    {"replicates", a.replicates},
+                   {"ranks", world.size()},
                    {"t_max", model.t_max()},
                    {"total", last["total"]},
                    {"hellinger_normalized", last["hellinger_normalized"]},
@@ -131,6 +144,7 @@ int run_simulate(const ProlifArgs& a) {
     summary.print(true);
   } else {
     std::string text = summary.text();
+    if (world.distributed()) text += fmt::format(", {} ranks", world.size());
     text += fmt::format(", {} cells at t = {} h", human_number(last["total"].get<double>()), model.t_max());
     if (!last["hellinger_normalized"].is_null()) {
       text += fmt::format(", normalized Hellinger {:.4f}", last["hellinger_normalized"].get<double>());
@@ -176,7 +190,8 @@ void add_prolif_command(CLI::App& app, Action& action) {
   sim->add_option("--seed", a->seed, "Random seed (default: the model's, else 1); replicate r uses seed + r")
       ->check(kSeed)
       ->each([a](const std::string&) { a->seed_given = true; });
-  sim->add_option("--replicates", a->replicates, "Independent runs with seeds S, S+1, ...")
+  sim->add_option("--replicates", a->replicates,
+                  "Independent runs with seeds S, S+1, ... (under mpirun split over the ranks; one run's cells are)")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   sim->add_option("--target", a->target, "Target histogram at t_max, for the Hellinger distance and the plot");

@@ -14,6 +14,7 @@
 #include "core/svg.hpp"
 #include "core/text.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/prolif/fit_report.hpp"
 #include "simkit/prolif/io.hpp"
@@ -233,6 +234,9 @@ FitReport fit_model(const FitArgs& a, bool quiet, const Stopwatch& clock) {
   if (!(o.binning.low > 0 && o.binning.high > o.binning.low))
     throw input_error(a.project, 0, "lowest_bin", "the bin range must satisfy 0 < lowest_bin < highest_bin");
   o.run = to_run_options(a.common);
+  // Under mpirun every rank runs the same fit, each iteration's evaluations split over the ranks
+  // (docs/scale-out.md); only the root prints and writes.
+  if (dist::Comm::world().distributed()) o.comm = &dist::Comm::world();
 
   const std::int64_t planned =
       o.budget > 0 ? o.budget : static_cast<std::int64_t>(o.particles) * (static_cast<std::int64_t>(o.iterations) + 1);
@@ -265,8 +269,10 @@ int run_fit(const FitArgs& a) {
   refuse_input_as_output(a.out, true, "--histogram", a.histogram, "--out");
   check_output_directory(a.out);
   if (a.configs.size() + a.projects.size() > 1) return run_compare(a, clock);
+  const bool root = dist::Comm::world().root();
   const FitReport report = fit_one(a, a.configs.empty() ? "" : a.configs[0], a.projects.empty() ? "" : a.projects[0],
-                                   a.common.quiet);
+                                   a.common.quiet || !root);
+  if (!root) return 0;
   const nlohmann::json doc = write_fit_outputs(a.out, report);
 
   RunSummary summary;
@@ -287,6 +293,7 @@ int run_fit(const FitArgs& a) {
                    {"evaluations", report.result.evaluations},
                    {"fit_seconds", report.result.seconds},
                    {"device_init_seconds", report.device_init_seconds},
+                   {"ranks", dist::Comm::world().size()},
                    {"parameters", doc["parameters"]},
                    {"check", doc["check"]["times"]},
                    {"out", a.out}};
@@ -306,6 +313,7 @@ int run_fit(const FitArgs& a) {
         fmt::print("  {:<28} {:>12.6g}   {:.0f} % interval [{:.6g}, {:.6g}]\n", p.name, p.best, 100 * u->level, p.low,
                    p.high);
     std::string text = summary.text();
+    if (dist::Comm::world().distributed()) text += fmt::format(", {} ranks", dist::Comm::world().size());
     text += fmt::format(", {} evaluations in {:.3g} s, fitness {:.4f}", report.result.evaluations,
                         report.result.seconds, report.result.fitness);
     for (std::size_t c = 0; c < report.checks.size(); ++c) {
@@ -331,7 +339,7 @@ int run_compare(const FitArgs& a, const Stopwatch& clock) {
   std::set<std::string> names;
   const auto add = [&](const std::string& config, const std::string& project) {
     const std::string source = config.empty() ? project : config;
-    FitReport r = fit_one(a, config, project, a.common.quiet);
+    FitReport r = fit_one(a, config, project, a.common.quiet || !dist::Comm::world().root());
     const std::string base = fs::path(source).stem().string();
     std::string name = base;
     for (int k = 2; names.count(name) > 0; ++k) name = fmt::format("{}-{}", base, k);
@@ -416,6 +424,7 @@ int run_compare(const FitArgs& a, const Stopwatch& clock) {
       {"criterion",
        "AIC and BIC of the multinomial likelihood of the targets' binned cells (docs/prolif.md, Model comparison)"},
       {"models", models}};
+  if (!dist::Comm::world().root()) return 0;  // under mpirun the root writes and prints
   {
     StagedOutput staged(a.out);
     for (const Entry& e : entries) write_fit_outputs(staged.dir() / e.name, e.report);
@@ -437,7 +446,7 @@ int run_compare(const FitArgs& a, const Stopwatch& clock) {
   }
   summary.throughput = fit_seconds > 0 ? evaluations / fit_seconds : 0.0;
   summary.throughput_unit = "evaluations";
-  summary.extra = {{"models", models}, {"out", a.out}};
+  summary.extra = {{"models", models}, {"ranks", dist::Comm::world().size()}, {"out", a.out}};
   if (a.common.json) {
     summary.print(true);
   } else {
@@ -447,7 +456,10 @@ int run_compare(const FitArgs& a, const Stopwatch& clock) {
       fmt::print("  {:<20} {:>4} {:>10.4f} {:>10.4f} {:>12.6g} {:>10.1f} {:>10.1f}\n", e.name, e.score.parameters,
                  e.report.result.fitness, e.check, e.score.log_likelihood, e.score.aic - best_aic,
                  e.score.bic - best_bic);
-    fmt::print("{}, {} models compared\n", summary.text(), entries.size());
+    fmt::print(
+        "{}{}, {} models compared\n", summary.text(),
+        dist::Comm::world().distributed() ? fmt::format(", {} ranks", dist::Comm::world().size()) : std::string(),
+        entries.size());
   }
   return 0;
 }

@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <span>
 
+#include "core/collective.hpp"
 #include "core/distributions.hpp"
 #include "core/rng.hpp"
 #include "prolif/optimize.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::prolif {
@@ -204,8 +208,13 @@ constexpr int kGenerationSlots = 64;
 }
 
 Objective::Objective(const InitialHistogram& initial, std::span<const FitTarget> targets, const Binning& binning,
-                     int replicates, const RunOptions& run)
-    : initial_(initial), targets_(targets.begin(), targets.end()), binning_(binning), replicates_(replicates), run_(run) {
+                     int replicates, const RunOptions& run, const dist::Comm* comm)
+    : initial_(initial),
+      targets_(targets.begin(), targets.end()),
+      binning_(binning),
+      replicates_(replicates),
+      run_(run),
+      comm_(comm) {
   if (targets_.empty()) throw UserError("--target: at least one target histogram is needed");
   if (replicates_ < 1) throw UserError("--replicates: must be >= 1");
   for (const FitTarget& t : targets_) times_.push_back(t.time);
@@ -260,32 +269,63 @@ std::vector<double> Objective::binned_target(std::size_t target, double phi_min)
 std::vector<Objective::Value> Objective::evaluate(std::span<const Model> models, std::span<const std::uint64_t> seeds) {
   const std::size_t R = static_cast<std::size_t>(replicates_);
   if (seeds.size() != models.size() * R) throw InternalError("prolif fit: one seed per model and replicate expected");
+  // Across ranks: this rank evaluates its share of the models (each with all its replicates), and
+  // the values are exchanged. A model's value depends on its own simulations only, so it is the
+  // same bits whichever rank computes it.
+  const bool split = comm_ != nullptr && comm_->distributed();
+  const dist::Range mine = split ? dist::share(models.size(), comm_->size(), comm_->rank()) : dist::Range{0, models.size()};
   std::vector<Model> batch;
-  batch.reserve(seeds.size());
-  for (const Model& m : models) {
+  batch.reserve(mine.size() * R);
+  for (std::size_t m = mine.begin; m < mine.end; ++m) {
     for (std::size_t r = 0; r < R; ++r) {
-      batch.push_back(m);
+      batch.push_back(models[m]);
       batch.back().times = times_;
     }
   }
   RunOptions options = run_;
   options.progress = nullptr;
-  const std::vector<Result> results =
-      simulate_batch(initial_, batch, std::vector<std::uint64_t>(seeds.begin(), seeds.end()), options);
-  simulations_ += static_cast<std::int64_t>(results.size());
+  const auto run = [&] {
+    if (split) {
+      for (const Model& m : models) validate(m, "model");  // every rank refuses what any rank would
+      if (batch.empty()) return std::vector<Result>{};
+    }
+    return simulate_batch(initial_, batch, seeds.subspan(mine.begin * R, mine.size() * R), options);
+  };
+  const std::vector<Result> results = split ? dist::collectively(*comm_, run) : run();
+  simulations_ += static_cast<std::int64_t>(seeds.size());
   std::vector<Value> values(models.size());
-  for (std::size_t m = 0; m < models.size(); ++m) {
+  for (std::size_t m = mine.begin; m < mine.end; ++m) {
     Value& v = values[m];
     for (std::size_t t = 0; t < targets_.size(); ++t) {
       std::vector<double> sim(static_cast<std::size_t>(binning_.bins), 0.0);
       for (std::size_t r = 0; r < R; ++r) {
-        const std::vector<double> b = binned(results[m * R + r], t, models[m].phi_min);
+        const std::vector<double> b = binned(results[(m - mine.begin) * R + r], t, models[m].phi_min);
         for (std::size_t i = 0; i < sim.size(); ++i) sim[i] += b[i];
       }
       const auto h = hellinger(sim, binned_target(t, models[m].phi_min));
       const double d = h ? h->normalized : 1.0;
       v.per_target.push_back(d);
       v.fitness += d;
+    }
+  }
+  if (split) {
+    // Each value as 1 + targets doubles (fitness, then per target), bit for bit, in model order.
+    const std::size_t per = 1 + targets_.size();
+    std::vector<double> local;
+    local.reserve(mine.size() * per);
+    for (std::size_t m = mine.begin; m < mine.end; ++m) {
+      local.push_back(values[m].fitness);
+      local.insert(local.end(), values[m].per_target.begin(), values[m].per_target.end());
+    }
+    const std::vector<std::byte> all = comm_->allgather(std::as_bytes(std::span<const double>(local)));
+    if (all.size() != models.size() * per * sizeof(double))
+      throw InternalError("prolif fit: the ranks' fitness values do not add up to the batch");
+    std::vector<double> flat(models.size() * per);
+    std::memcpy(flat.data(), all.data(), all.size());
+    for (std::size_t m = 0; m < models.size(); ++m) {
+      values[m].fitness = flat[m * per];
+      values[m].per_target.assign(flat.begin() + static_cast<std::ptrdiff_t>(m * per + 1),
+                                  flat.begin() + static_cast<std::ptrdiff_t>((m + 1) * per));
     }
   }
   return values;
@@ -656,7 +696,7 @@ FitResult fit(const InitialHistogram& initial, const FitSpec& spec, std::span<co
   std::vector<Range> bounds;
   for (const FreeParameter& p : result.parameters) bounds.push_back(p.bounds);
   if (options.restarts < 1) throw UserError("--restarts: must be >= 1");
-  Objective objective(initial, targets, options.binning, options.replicates, options.run);
+  Objective objective(initial, targets, options.binning, options.replicates, options.run, options.comm);
   const std::size_t R = static_cast<std::size_t>(options.replicates);
   const double worst = static_cast<double>(targets.size());
   std::int64_t evaluations = 0;
@@ -760,7 +800,9 @@ Uncertainty bootstrap(const InitialHistogram& initial, const FitSpec& spec, std:
   }
   RunOptions run = options.run;
   run.progress = nullptr;
-  const std::vector<Result> sims = simulate_batch(initial, models, seeds, run);
+  const std::vector<Result> sims = options.comm != nullptr
+                                       ? simulate_batch_distributed(initial, models, seeds, run, *options.comm, true)
+                                       : simulate_batch(initial, models, seeds, run);
   FitOptions refit = options;
   refit.on_iteration = nullptr;
   for (int k = 0; k < fits; ++k) {

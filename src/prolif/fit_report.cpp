@@ -75,7 +75,7 @@ void check_fit(FitReport& report, int runs) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<FitTarget> all = report.targets;
   all.insert(all.end(), report.validations.begin(), report.validations.end());
-  Objective objective(report.initial, all, report.options.binning, 1, report.options.run);
+  Objective objective(report.initial, all, report.options.binning, 1, report.options.run, report.options.comm);
   std::vector<Model> models(static_cast<std::size_t>(runs), report.result.best);
   for (Model& m : models) m.times = objective.times();
   // Seeds of their own: the fit's seeds are mixes of (seed, evaluation, replicate); these add a tag.
@@ -84,7 +84,11 @@ void check_fit(FitReport& report, int runs) {
     seeds.push_back(report.options.seed * 0x9e3779b97f4a7c15ULL + 0x636865636bULL + static_cast<std::uint64_t>(r));
   RunOptions options = report.options.run;
   options.progress = nullptr;
-  const std::vector<Result> results = simulate_batch(report.initial, models, seeds, options);
+  // Across ranks (options.comm): the check runs split over them, every rank getting every result.
+  const std::vector<Result> results =
+      report.options.comm != nullptr
+          ? simulate_batch_distributed(report.initial, models, seeds, options, *report.options.comm, true)
+          : simulate_batch(report.initial, models, seeds, options);
   report.checks.clear();
   const double phi_min = report.result.best.phi_min;
   for (std::size_t t = 0; t < all.size(); ++t) {

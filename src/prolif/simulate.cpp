@@ -3,10 +3,14 @@
 // to the chosen backend.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "core/collective.hpp"
 #include "core/distributions.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/core/memory.hpp"
 #include "core/dispatch.hpp"
@@ -56,9 +60,30 @@ int generation_limit(double phi, double phi_min) {
   return k;
 }
 
+// Restricts a prepared run to one part: the segments cut to the part's share of the proliferating
+// cells (in segment order, which is cell-id order), and the host-counted cells left to part 0.
+void keep_part(PreparedRun& run, Result& result, const Part& part) {
+  const dist::Range range =
+      dist::share(run.proliferating_cells, static_cast<int>(part.count), static_cast<int>(part.index));
+  std::vector<Segment> kept;
+  std::uint64_t at = 0;  // proliferating cells before the segment
+  for (const Segment& s : run.segments) {
+    const std::uint64_t begin = std::max(at, range.begin), end = std::min(at + s.count, range.end);
+    if (begin < end) {
+      kept.push_back({s.row, s.population, static_cast<std::uint32_t>(s.first_cell + (begin - at)),
+                      static_cast<std::uint32_t>(end - begin)});
+    }
+    at += s.count;
+  }
+  run.segments = std::move(kept);
+  run.proliferating_cells = range.size();
+  if (part.index != 0) std::fill(result.counts.begin(), result.counts.end(), std::uint64_t{0});
+}
+
 }  // namespace
 
-PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std::uint64_t seed, Result& result) {
+PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std::uint64_t seed, const Part& part,
+                        Result& result) {
   PreparedRun run;
   if (model.times.size() > static_cast<std::size_t>(kMaxTimes)) {
     throw UserError("times", fmt::format(": at most {} output times per run, got {}", kMaxTimes, model.times.size()));
@@ -112,6 +137,7 @@ PreparedRun prepare_run(const InitialHistogram& initial, const Model& model, std
       next_cell += split[p];
     }
   }
+  if (part.count > 1) keep_part(run, result, part);
   return run;
 }
 
@@ -154,7 +180,12 @@ void check_batch_memory(const PreparedRun& first, const Result& result, std::siz
 }  // namespace detail
 
 std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<const Model> models,
-                                   std::span<const std::uint64_t> seeds, const RunOptions& options) {
+                                   std::span<const std::uint64_t> seeds, const RunOptions& options, Part part) {
+  if (part.count == 0 || part.count > static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ||
+      part.index >= part.count) {
+    throw UserError("part", fmt::format(" {} of {}: expected a part index below a count of 1 to {}", part.index,
+                                        part.count, std::numeric_limits<int>::max()));
+  }
   if (models.size() != seeds.size()) throw InternalError("simulate_batch: models and seeds differ in length");
   if (initial.values.size() != initial.counts.size()) throw InternalError("simulate_batch: malformed histogram");
   const std::uint64_t cells = initial.total_cells();
@@ -171,7 +202,7 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
   runs.reserve(models.size());
   for (std::size_t r = 0; r < models.size(); ++r) {
     throw_if_stopped(options);  // preparing 10^5 replicates takes seconds
-    runs.push_back(detail::prepare_run(initial, models[r], seeds[r], results[r]));
+    runs.push_back(detail::prepare_run(initial, models[r], seeds[r], part, results[r]));
     if (r == 0) detail::check_batch_memory(runs[0], results[0], models.size(), backend, options.device);
   }
 
@@ -188,6 +219,104 @@ std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<co
     results[r].divisions = stats[r].divisions;
   }
   return results;
+}
+
+std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<const Model> models,
+                                   std::span<const std::uint64_t> seeds, const RunOptions& options) {
+  return simulate_batch(initial, models, seeds, options, Part{});
+}
+
+void merge(Result& into, const Result& part) {
+  if (into.times != part.times || into.rows != part.rows || into.generations != part.generations ||
+      into.populations != part.populations || into.counts.size() != part.counts.size() || into.seed != part.seed) {
+    throw UserError("result", fmt::format(": cannot merge parts of different runs ({}x{}x{}x{} counts, seed {}, and "
+                                          "{}x{}x{}x{}, seed {})",
+                                          into.times, into.rows, into.generations, into.populations, into.seed,
+                                          part.times, part.rows, part.generations, part.populations, part.seed));
+  }
+  for (std::size_t i = 0; i < into.counts.size(); ++i) into.counts[i] += part.counts[i];
+  into.divisions += part.divisions;
+}
+
+namespace {
+
+// A result as bytes (shape, divisions, seed, then the counts) and back, for the gathers.
+void append_bytes(std::vector<std::byte>& out, const Result& r) {
+  const std::uint64_t head[6] = {r.times, r.rows, r.generations, r.populations, r.divisions, r.seed};
+  const auto* h = reinterpret_cast<const std::byte*>(head);
+  out.insert(out.end(), h, h + sizeof head);
+  const auto* c = reinterpret_cast<const std::byte*>(r.counts.data());
+  out.insert(out.end(), c, c + r.counts.size() * sizeof(std::uint64_t));
+}
+
+Result read_bytes(const std::byte*& at, const std::byte* end) {
+  std::uint64_t head[6];
+  if (static_cast<std::size_t>(end - at) < sizeof head) throw InternalError("prolif: a gathered result is truncated");
+  std::memcpy(head, at, sizeof head);
+  at += sizeof head;
+  Result r;
+  r.times = head[0];
+  r.rows = head[1];
+  r.generations = head[2];
+  r.populations = head[3];
+  r.divisions = head[4];
+  r.seed = head[5];
+  const std::size_t n = r.times * r.rows * r.generations * r.populations;
+  if (static_cast<std::size_t>(end - at) / sizeof(std::uint64_t) < n)
+    throw InternalError("prolif: a gathered result is truncated");
+  r.counts.resize(n);
+  std::memcpy(r.counts.data(), at, n * sizeof(std::uint64_t));
+  at += n * sizeof(std::uint64_t);
+  return r;
+}
+
+}  // namespace
+
+Result simulate_distributed(const InitialHistogram& initial, const Model& model, const RunOptions& options,
+                            const dist::Comm& comm) {
+  const std::uint64_t seed = options.seed;
+  const Part part{static_cast<std::uint64_t>(comm.rank()), static_cast<std::uint64_t>(comm.size())};
+  Result result = dist::collectively(comm, [&] {
+    return simulate_batch(initial, std::span<const Model>(&model, 1), std::span<const std::uint64_t>(&seed, 1), options,
+                          part)
+        .front();
+  });
+  if (!comm.distributed()) return result;
+  // Counts and divisions in one sum (integers: exact, whatever the order of the ranks).
+  std::vector<std::uint64_t> sums(result.counts);
+  sums.push_back(result.divisions);
+  comm.reduce_sum(sums);
+  if (comm.root()) {
+    std::copy(sums.begin(), sums.end() - 1, result.counts.begin());
+    result.divisions = sums.back();
+  }
+  return result;
+}
+
+std::vector<Result> simulate_batch_distributed(const InitialHistogram& initial, std::span<const Model> models,
+                                               std::span<const std::uint64_t> seeds, const RunOptions& options,
+                                               const dist::Comm& comm, bool everywhere) {
+  if (!comm.distributed()) return simulate_batch(initial, models, seeds, options);
+  if (models.size() != seeds.size()) throw InternalError("simulate_batch: models and seeds differ in length");
+  const dist::Range mine = dist::share(models.size(), comm.size(), comm.rank());
+  const std::vector<Result> local = dist::collectively(comm, [&] {
+    // Every rank validates the whole batch (a bad model on another rank's share is an error here too).
+    for (const Model& m : models) validate(m, "model");
+    if (mine.size() == 0) return std::vector<Result>{};
+    return simulate_batch(initial, models.subspan(mine.begin, mine.size()), seeds.subspan(mine.begin, mine.size()),
+                          options);
+  });
+  std::vector<std::byte> bytes;
+  for (const Result& r : local) append_bytes(bytes, r);
+  const std::vector<std::byte> all = everywhere ? comm.allgather(bytes) : comm.gather(bytes);
+  std::vector<Result> out;
+  if (!everywhere && !comm.root()) return out;
+  out.reserve(models.size());
+  const std::byte* at = all.data();
+  const std::byte* end = all.data() + all.size();
+  while (at != end) out.push_back(read_bytes(at, end));
+  if (out.size() != models.size()) throw InternalError("prolif: gathered results differ in number from the runs");
+  return out;
 }
 
 Result simulate(const InitialHistogram& initial, const Model& model, const RunOptions& options) {

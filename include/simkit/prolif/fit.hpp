@@ -98,6 +98,11 @@ struct FitOptions {
   Binning binning;           // bins, low, high; phi_min comes from each evaluated model
   std::uint64_t seed = 1;
   RunOptions run;            // backend, device, threads, stop; run.seed and run.progress are ignored
+  // Not null: the ranks of an MPI job share the work (docs/scale-out.md, "prolif across ranks").
+  // Every rank calls fit() or bootstrap() with the same arguments; each iteration's evaluations are
+  // split over the ranks and their fitness values exchanged, so every rank takes the same optimizer
+  // steps and gets the result of one process, bitwise.
+  const dist::Comm* comm = nullptr;
   std::function<void(const FitIteration&)> on_iteration;
 };
 
@@ -145,11 +150,12 @@ Uncertainty bootstrap(const InitialHistogram& initial, const FitSpec& spec, std:
 // The fitness of models: each model simulated `replicates` times (seeds[m * replicates + r]),
 // per target the binned counts summed over replicates and compared with the target by the
 // normalized Hellinger distance (1 when either side has no cell in the bins); the sum over
-// targets. All models in one simulate_batch. Used by fit() and for reports.
+// targets. All models in one simulate_batch; with `comm` (not null, a collective call) the models
+// are split over the ranks and every rank gets every value. Used by fit() and for reports.
 class Objective {
  public:
   Objective(const InitialHistogram& initial, std::span<const FitTarget> targets, const Binning& binning,
-            int replicates, const RunOptions& run);
+            int replicates, const RunOptions& run, const dist::Comm* comm = nullptr);
   // Output times of every simulation: the distinct target times, ascending.
   const std::vector<double>& times() const { return times_; }
   struct Value {
@@ -168,6 +174,7 @@ class Objective {
   Binning binning_;
   int replicates_;
   RunOptions run_;
+  const dist::Comm* comm_ = nullptr;
   std::vector<double> times_;
   std::vector<std::size_t> time_index_;       // per target, into times_
   std::vector<int> h0_bin_;                   // [row * 64 + k]: bin of values[row] / 2^k (-1 below, -2 above)

@@ -10,6 +10,10 @@
 
 #include "simkit/core/backend.hpp"
 
+namespace simkit::dist {
+class Comm;
+}
+
 namespace simkit::prolif {
 
 enum class Distribution { TruncatedNormal, Gamma, LogNormal };
@@ -70,6 +74,40 @@ Result simulate(const InitialHistogram& initial, const Model& model, const RunOp
 // Many runs in one call (replicates, calibration): run r uses models[r] and seeds[r].
 std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<const Model> models,
                                    std::span<const std::uint64_t> seeds, const RunOptions& options);
+
+// One part of a run (docs/scale-out.md, "prolif across ranks"): part `index` of `count` walks the
+// lineages of the proliferating initial cells in its contiguous share of them (dist::share over
+// the run's proliferating cells, in cell-id order: row after row, population after population),
+// and part 0 alone counts the cells that never divide (quiescent ones; every cell when t_max = 0).
+// Random draws are keyed by initial cell, so the parts of a run merged (merge) equal the whole run
+// exactly, counts and divisions, on every backend and for any count.
+struct Part {
+  std::uint64_t index = 0, count = 1;
+};
+
+// simulate_batch restricted to one part of every run (Part{0, 1}: the whole runs). A UserError
+// (field "part") when index >= count or count is 0 or above 2^31 - 1.
+std::vector<Result> simulate_batch(const InitialHistogram& initial, std::span<const Model> models,
+                                   std::span<const std::uint64_t> seeds, const RunOptions& options, Part part);
+
+// Adds the counts and divisions of `part` into `into`: two parts of one run (same shape, same seed;
+// a UserError, field "result", otherwise).
+void merge(Result& into, const Result& part);
+
+// One run split over the ranks of `comm`: rank r simulates Part{r, size}, and the counts and
+// divisions are summed onto the root. Only the root's result is the whole run (bitwise the result
+// of simulate()); every other rank's holds its own part. A collective call: every rank passes the
+// same arguments. A UserError on any rank is thrown on every rank (the lowest failing rank's).
+Result simulate_distributed(const InitialHistogram& initial, const Model& model, const RunOptions& options,
+                            const dist::Comm& comm);
+
+// The runs of a batch split over the ranks of `comm`: rank r simulates runs dist::share(runs, size,
+// r) (whole runs), and the results are gathered in run order, bitwise those of simulate_batch(), on
+// the root (`everywhere` false: the other ranks get an empty vector) or on every rank. Collective,
+// with the same arguments on every rank; errors as for simulate_distributed.
+std::vector<Result> simulate_batch_distributed(const InitialHistogram& initial, std::span<const Model> models,
+                                               std::span<const std::uint64_t> seeds, const RunOptions& options,
+                                               const dist::Comm& comm, bool everywhere = false);
 
 // Largest number of generations simkit follows (heap-indexed lineages in 64 bits).
 inline constexpr int kMaxGenerations = 62;
