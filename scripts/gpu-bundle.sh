@@ -27,6 +27,13 @@ for bin in "$out"/simkit "$out"/ddm_c_example "$out"/ddm_rti_ticks "$out"/*_test
   [ -f "$bin" ] && strip --strip-unneeded "$bin"
 done
 
+# OpenMPI's runtime, relocatable (the GPU machine has no MPI): mpirun -n 2 for the mpi tests and the
+# scale-out benchmarks (scripts/scale-study.sh); gpu-check.sh sources ompi/env.sh.
+if [ -x /usr/bin/orterun ]; then
+  bash scripts/mpi-bundle.sh "$out/ompi" > /dev/null
+  strip --strip-unneeded "$out"/ompi/libs/*.so* "$out"/ompi/bin/orterun 2>/dev/null || true
+fi
+
 if [ -d "$data" ]; then
   mkdir -p "$out/data"
   cp -r "$data"/. "$out/data/"

@@ -21,6 +21,8 @@ trap pack EXIT
 mode="${1:-all}"
 filter="${2:-.}"
 export SIMKIT_BIN="$bundle/simkit" SIMKIT_DATA_DIR="$bundle/data" LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The bundled OpenMPI (scripts/mpi-bundle.sh): mpirun for the mpi-labelled tests (SIMKIT_MPIEXEC).
+[ -f "$bundle/ompi/env.sh" ] && { keep="$here"; source "$bundle/ompi/env.sh"; here="$keep"; }
 commit=$(cat "$bundle/COMMIT" 2>/dev/null | tr '\n' ' ')
 
 echo "== simkit info (bundle commit $commit)"

@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
@@ -30,7 +31,7 @@ struct AngioArgs {
   std::optional<double> h, dt, t_max;
   std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
   std::optional<std::uint64_t> seed;
-  bool force = false, no_quicklook = false;
+  bool force = false, no_quicklook = false, no_snapshots = false;
   bool hybrid_command = false;  // `simkit angio hybrid` (not `angio run`)
   std::vector<std::string> given_physics;  // flags that fix the problem (refused with --restart)
   // hybrid model
@@ -143,13 +144,17 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   check_output_directory(out);  // written at the end (staged): an unwritable place fails now
   const Backend backend = options.backend;
   if (backend == Backend::Cuda) initialize_cuda_device(options.device);
-  Progress progress("angio hybrid", "realisations", a.common.quiet);
+  // Under mpirun the realisations are split among the ranks and gathered on rank 0, which writes
+  // the outputs and reports (docs/scale-out.md).
+  const dist::Comm& world = dist::Comm::world();
+  Progress progress("angio hybrid", "realisations", a.common.quiet || !world.root());
   Stopwatch compute;
   options.progress = [&](double done, double total) { progress.update(done, total); };
-  const HybridEnsemble run = run_hybrid_ensemble(p, a.replicates, options);
+  const HybridEnsemble run = run_hybrid_ensemble_ranks(p, a.replicates, options);
   const std::vector<Realisation>& ensemble = run.realisations;
   const double seconds = compute.seconds();
   progress.finish();
+  if (!world.root()) return 0;
 
   const nlohmann::json result = write_hybrid_outputs(
       out, p, ensemble, HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook});
@@ -157,11 +162,12 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   RunSummary summary;
   summary.command = a.hybrid_command ? "simkit angio hybrid" : "simkit angio run --model hybrid";
   summary.backend = std::string(to_string(backend));
-  summary.device = run.device;
+  summary.device = world.distributed() ? fmt::format("{} ranks, rank 0 on {}", world.size(), run.device) : run.device;
   summary.wall_seconds = clock.seconds();
   summary.throughput = seconds > 0 ? static_cast<double>(a.replicates) / seconds : 0;
   summary.throughput_unit = "realisations";
-  summary.extra = {{"replicates", a.replicates}, {"dt", p.dt}, {"out", a.out}, {"summary", result}};
+  summary.extra = {{"replicates", a.replicates}, {"ranks", world.size()}, {"compute_seconds", seconds}, {"dt", p.dt},
+                   {"out", a.out}, {"summary", result}};
   if (a.common.json) {
     summary.print(true);
   } else {
@@ -324,6 +330,7 @@ int run_angio(AngioArgs& a) {
   if (a.series_every) s.series_every = *a.series_every;
   if (a.checkpoint_every) s.checkpoint_every = *a.checkpoint_every;
   if (a.no_quicklook) s.quicklook = false;
+  if (a.no_snapshots) s.snapshots = false;
   s.force = a.force;
 
   a.common.seed = a.seed.value_or(s.restart ? s.restart->seed : 1);
@@ -404,6 +411,9 @@ void add_shared_options(CLI::App& cmd, AngioArgs& a) {
                  "Chemotactic sensitivity: receptor (chi0 / (1 + alpha c), default) or constant (chi0)");
   cmd.add_flag("--force", a.force, "Run even when the stability check refuses the step");
   cmd.add_flag("--no-quicklook", a.no_quicklook, "Skip the quick-look images");
+  cmd.add_flag("--no-snapshots", a.no_snapshots,
+               "Write no snapshots (.vti/.pvti) and no angio.pvd: series, checkpoints and run.json only (large grids, "
+               "benchmarks)");
   add_common_run_options(cmd, a.common);
 }
 

@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "simkit/core/build_info.hpp"
 #include "simkit/core/cuda_info.hpp"
+#include "simkit/core/dist.hpp"
 
 namespace simkit::cli {
 
@@ -58,6 +59,8 @@ int run_info(bool as_json) {
                               {"cuda_usable", cuda.usable},
                               {"cuda_reason", cuda.reason},
                               {"devices", devices},
+                              {"mpi_built", dist::built_with_mpi()},
+                              {"ranks", dist::Comm::world().size()},
                               {"backend_auto", backend_auto}};
     fmt::print("{}\n", j.dump());
     return 0;
@@ -72,6 +75,10 @@ int run_info(bool as_json) {
   }
   fmt::print("cpu:      {}, {} threads for the cpu backend (hardware: {})\n", cpu_model(), omp_get_max_threads(),
              std::thread::hardware_concurrency());
+  fmt::print("mpi:      {}\n", !dist::built_with_mpi() ? std::string("not built (SIMKIT_MPI=OFF or no MPI found): one rank")
+                                                       : fmt::format("built; this process is rank {} of {}{}",
+                                                                     dist::Comm::world().rank(), dist::Comm::world().size(),
+                                                                     dist::launched_by_launcher() ? "" : " (no launcher)"));
   for (const auto& d : cuda.devices) {
     fmt::print("device {}: {}, {:.1f} GiB, compute capability {}.{}, {} multiprocessors, {:.0f} MiB L2\n", d.index,
                d.name, static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024), d.compute_major, d.compute_minor,

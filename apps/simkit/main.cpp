@@ -18,14 +18,19 @@
 namespace {
 // Under mpirun a failure on one rank must end the job, not leave the others in a collective: the
 // message is printed once (rank 0 first; another rank only when rank 0 has not ended the job within
-// 1 s, that is when the failure is its own), then every rank ends with the same exit code.
+// 5 s, that is when the failure is its own), then every rank ends with the same exit code.
 int fail(int code, const std::string& message) {
   const auto& world = simkit::dist::Comm::world();
   if (!world.distributed()) {
     fmt::print(stderr, "{}", message);
     return code;
   }
-  if (!world.root()) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!world.root()) {
+    // mpirun ends the other ranks with SIGTERM when one aborts: the stop handler must not catch it.
+    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGINT, SIG_DFL);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
   fmt::print(stderr, "{}", world.root() ? message : fmt::format("rank {}: {}", world.rank(), message));
   std::fflush(stderr);
   simkit::dist::abort(code);
@@ -52,6 +57,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every rank of an mpirun job parses the same command line: rank 0 alone prints help or the error.
+    if (!dist::Comm::world().root()) return e.get_exit_code() == 0 ? kExitOk : kExitUser;
     const int code = app.exit(e);  // prints help/version (code 0) or the parse error
     return code == 0 ? kExitOk : kExitUser;
   }

@@ -141,6 +141,12 @@ struct HybridEnsemble {
 // own c field on the GPU). options.progress(done, total) is called from one thread at a time.
 HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options);
 
+// The same over the ranks of an MPI job (simkit::dist, docs/scale-out.md): rank k runs realisations
+// dist::share(replicates, K, k) with their seeds options.seed + r on its own device, and rank 0 gathers
+// them in realisation order, equal to run_hybrid_ensemble's bit for bit; the other ranks return no
+// realisations. On one rank it is run_hybrid_ensemble.
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options);
+
 // The same, returning the realisations only.
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,
                                              Backend backend, int threads, const ProgressCallback& progress = {},

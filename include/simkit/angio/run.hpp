@@ -25,6 +25,7 @@ struct RunSettings {
   std::int64_t checkpoint_every = 0;  // checkpoint every K steps (0: none)
   bool force = false;                 // run even if the stability check refuses the step
   bool quicklook = true;              // slice.png, mip_n.png, slice.svg at the end
+  bool snapshots = true;              // false: no .vti/.pvti snapshots and no angio.pvd (benchmarks, huge grids)
   std::filesystem::path out;
   std::optional<LoadedFields> initial;  // from --initial-file (grid already in problem.grid)
   std::optional<Checkpoint> restart;    // from --restart (problem already taken from it)

@@ -14,6 +14,7 @@
 #include "simkit/core/build_info.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
+#include "core/collective.hpp"
 #include "core/output.hpp"
 #include "core/report.hpp"
 
@@ -282,7 +283,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   }
   dir = comm.broadcast(dir.string());
   const bool root = comm.root();
-  if (settings.output_every >= 0 && root) ensure_output_directory(dir / "snapshots");
+  if (settings.snapshots && root) ensure_output_directory(dir / "snapshots");
   comm.barrier();
   const std::filesystem::path series_path = dir / "series.csv";
   const std::filesystem::path pvd_path = dir / "angio.pvd";
@@ -407,7 +408,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
 
   if (start == 0) {
     if (settings.series_every > 0) add_series(solver->reduce());
-    snapshot();
+    if (settings.snapshots) snapshot();
   }
   auto next_multiple = [](std::int64_t s, std::int64_t every) {
     return every > 0 ? (s / every + 1) * every : std::numeric_limits<std::int64_t>::max();
@@ -432,7 +433,8 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     if (seconds > 0)
       chunk_cap = std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(done) / seconds), 1, 1 << 20);
     if (series_row) add_series(r);
-    if ((settings.output_every > 0 && step % settings.output_every == 0) || step == settings.steps) snapshot();
+    if (settings.snapshots && ((settings.output_every > 0 && step % settings.output_every == 0) || step == settings.steps))
+      snapshot();
     if (settings.checkpoint_every > 0 && (step % settings.checkpoint_every == 0 || step == settings.steps)) {
       // series.csv first: a crash between the two then leaves the series ahead of the checkpoint,
       // never behind it (a restart keeps only rows up to its step).
@@ -532,7 +534,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
     std::filesystem::remove_all(earlier, ec);  // the dead run's leftovers, now taken over
   }
   if (settings.series_every > 0) report.files.push_back(settings.out / "series.csv");
-  report.files.push_back(settings.out / "angio.pvd");
+  if (settings.snapshots) report.files.push_back(settings.out / "angio.pvd");
   if (settings.checkpoint_every > 0) report.files.push_back(settings.out / "checkpoint.ckpt");
   for (const auto& file : quicklook) report.files.push_back(settings.out / file.filename());
   report.files.push_back(settings.out / "run.json");
@@ -594,7 +596,16 @@ RunReport run(RunSettings settings, const RunOptions& options) {
   if (settings.auto_dt) settings.problem.dt = 1;  // placeholder until the stability check sets it
   validate(settings.problem);
   const Backend backend = resolve_backend(options.backend, options.device);
-  check_capacity(settings.problem, backend, options.device);
+  {
+    // Each rank holds its slab only: the capacity is checked for the planes this rank holds, and a
+    // rank that lacks it (a smaller GPU, a fuller node) stops every rank with its message.
+    const dist::Comm& comm = dist::Comm::world();
+    dist::collectively(comm, [&] {
+      Problem mine = settings.problem;
+      if (comm.distributed()) mine.grid.nz = plan_slabs(settings.problem.grid, comm, backend).held();
+      check_capacity(mine, backend, options.device);
+    });
+  }
   if (settings.steps < 1) throw UserError("steps", fmt::format(" {}: must be >= 1", settings.steps));
   if (settings.output_every < 0 || settings.series_every < 0 || settings.checkpoint_every < 0) {
     throw UserError("output_every", ", `series_every` and `checkpoint_every` must be >= 0");

@@ -1,0 +1,153 @@
+// The hybrid model's ensemble over the ranks of an MPI job (docs/scale-out.md): realisations split
+// by range, each rank runs its share with the seeds the single-process run gives them (seed + r),
+// and rank 0 gathers them in realisation order. Every random draw of a realisation is keyed by its
+// own seed, so the gathered ensemble is the single-process one, bit for bit.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <type_traits>
+
+#include "simkit/angio/hybrid.hpp"
+#include "simkit/core/dist.hpp"
+#include "simkit/core/error.hpp"
+
+namespace simkit::angio {
+
+namespace {
+
+class Writer {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  template <class T>
+  void put_vector(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<std::uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const std::byte*>(v.data());
+    bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+  }
+  std::vector<std::byte> bytes;
+};
+
+class Reader {
+ public:
+  Reader(const std::byte* data, std::size_t size) : at_(data), end_(data + size) {}
+  template <class T>
+  T get() {
+    T v;
+    take(&v, sizeof(T));
+    return v;
+  }
+  template <class T>
+  std::vector<T> get_vector() {
+    const auto n = get<std::uint64_t>();
+    if (n > static_cast<std::uint64_t>(end_ - at_) / sizeof(T)) throw InternalError("hybrid ensemble: a short message");
+    std::vector<T> v(n);
+    take(v.data(), n * sizeof(T));
+    return v;
+  }
+  bool done() const { return at_ == end_; }
+
+ private:
+  void take(void* out, std::size_t n) {
+    if (static_cast<std::size_t>(end_ - at_) < n) throw InternalError("hybrid ensemble: a short message");
+    if (n) std::memcpy(out, at_, n);
+    at_ += n;
+  }
+  const std::byte* at_;
+  const std::byte* end_;
+};
+
+void put(Writer& w, const Realisation& r) {
+  w.put(r.seed);
+  w.put(r.steps);
+  w.put(r.reached);
+  w.put(r.reach_time);
+  w.put(r.branches);
+  w.put(r.anastomoses);
+  w.put(r.sprouts);
+  w.put(r.anastomoses_by_kind);
+  w.put(r.passes);
+  w.put(r.moves);
+  w.put(r.clipped_draws);
+  w.put_vector(r.segments);
+  w.put_vector(r.metrics);
+  w.put_vector(r.occupied);
+  w.put_vector(r.branch_points);
+  w.put_vector(r.anastomosis_points);
+  w.put_vector(r.anastomosis_kinds);
+  w.put_vector(r.active_tip_nodes);
+  w.put_vector(r.final_c);
+}
+
+Realisation get(Reader& in) {
+  Realisation r;
+  r.seed = in.get<std::uint64_t>();
+  r.steps = in.get<std::int64_t>();
+  r.reached = in.get<bool>();
+  r.reach_time = in.get<double>();
+  r.branches = in.get<std::int64_t>();
+  r.anastomoses = in.get<std::int64_t>();
+  r.sprouts = in.get<std::int64_t>();
+  using Kinds = decltype(r.anastomoses_by_kind);
+  const auto kinds = in.get<std::array<std::int64_t, std::extent_v<Kinds>>>();
+  std::copy(kinds.begin(), kinds.end(), r.anastomoses_by_kind);
+  r.passes = in.get<std::int64_t>();
+  r.moves = in.get<std::int64_t>();
+  r.clipped_draws = in.get<std::int64_t>();
+  r.segments = in.get_vector<Segment>();
+  r.metrics = in.get_vector<MetricsRow>();
+  r.occupied = in.get_vector<std::int64_t>();
+  r.branch_points = in.get_vector<std::int64_t>();
+  r.anastomosis_points = in.get_vector<std::int64_t>();
+  r.anastomosis_kinds = in.get_vector<FusionKind>();
+  r.active_tip_nodes = in.get_vector<std::int64_t>();
+  r.final_c = in.get_vector<double>();
+  return r;
+}
+
+}  // namespace
+
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options) {
+  const dist::Comm& comm = dist::Comm::world();
+  if (!comm.distributed()) return run_hybrid_ensemble(problem, replicates, options);
+  validate(problem);
+  if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
+  const dist::Range mine = dist::share(static_cast<std::uint64_t>(replicates), comm.size(), comm.rank());
+  HybridEnsemble local;
+  if (mine.size() > 0) {
+    RunOptions o = options;
+    o.seed = options.seed + mine.begin;  // realisation r has seed + r, on whichever rank runs it
+    local = run_hybrid_ensemble(problem, static_cast<int>(mine.size()), o);
+  } else {
+    local.backend = resolve_backend(options.backend, options.device);
+    local.device = device_description(local.backend, options.device, effective_threads(options.threads));
+  }
+  Writer w;
+  for (std::size_t k = 0; k < local.realisations.size(); ++k) {
+    Realisation& r = local.realisations[k];
+    if (mine.begin + k != 0) r.final_c.clear();  // kept for realisation 0 of the whole ensemble only
+    put(w, r);
+  }
+  local.realisations.clear();
+  const std::vector<std::byte> all = comm.gather(w.bytes);
+  HybridEnsemble out;
+  out.backend = local.backend;
+  out.device = local.device;
+  if (comm.root()) {
+    Reader in(all.data(), all.size());
+    out.realisations.reserve(static_cast<std::size_t>(replicates));
+    while (!in.done()) out.realisations.push_back(get(in));
+    if (out.realisations.size() != static_cast<std::size_t>(replicates))
+      throw InternalError("hybrid ensemble: realisations lost in the gather");
+  }
+  return out;
+}
+
+}  // namespace simkit::angio

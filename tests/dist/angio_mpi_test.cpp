@@ -1,0 +1,232 @@
+// `mpirun -n K simkit angio run` (z-slabs, docs/scale-out.md) against the same command on one
+// process: series.csv byte for byte, every snapshot's fields node for node (the pieces of the .pvti
+// put together against the single .vti), the quick-look images byte for byte, and a restart from the
+// per-rank checkpoints equal to the uninterrupted run. The cpu and reference backends run under
+// mpirun -n 2 and -n 3 (CI); cuda when a device is usable (the ranks share it, or take one each).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/vtk.hpp"
+#include "support/test_support.hpp"
+
+namespace simkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::vector<std::string> run_args(const fs::path& out, const std::string& backend, std::vector<std::string> extra) {
+  std::vector<std::string> a = {"angio", "run", "--out", out.string(), "-q", "--backend", backend};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+struct FieldsRead {
+  std::vector<double> n, f, c;
+};
+
+FieldsRead read_image(const fs::path& vti) {
+  const vtk::ImageDataReader reader(vti);
+  FieldsRead out;
+  out.n = reader.read_doubles(*reader.find("n"));
+  out.f = reader.read_doubles(*reader.find("f"));
+  out.c = reader.read_doubles(*reader.find("c"));
+  return out;
+}
+
+// The pieces named by a .pvti, put together (each piece's planes at its extent; where two pieces
+// share a plane, the later one must agree with the earlier).
+FieldsRead read_pieces(const fs::path& pvti, int nx, int ny, int nz) {
+  const std::string text = slurp(pvti);
+  const std::size_t plane = static_cast<std::size_t>(nx) * ny;
+  FieldsRead whole{std::vector<double>(plane * nz, -1.0), std::vector<double>(plane * nz, -1.0),
+                   std::vector<double>(plane * nz, -1.0)};
+  std::size_t at = 0;
+  int pieces = 0;
+  while ((at = text.find("<Piece Extent=\"", at)) != std::string::npos) {
+    int e[6];
+    const char* p = text.c_str() + at + 15;
+    for (int& v : e) v = static_cast<int>(std::strtol(p, const_cast<char**>(&p), 10));
+    const std::size_t s = text.find("Source=\"", at) + 8;
+    const std::string source = text.substr(s, text.find('"', s) - s);
+    const FieldsRead piece = read_image(pvti.parent_path() / source);
+    EXPECT_EQ(piece.n.size(), plane * static_cast<std::size_t>(e[5] - e[4] + 1)) << source;
+    for (std::size_t k = 0; k < piece.n.size(); ++k) {
+      const std::size_t g = static_cast<std::size_t>(e[4]) * plane + k;
+      for (auto [w, v] : {std::pair{&whole.n, &piece.n}, {&whole.f, &piece.f}, {&whole.c, &piece.c}}) {
+        if ((*w)[g] != -1.0) {
+          EXPECT_EQ((*w)[g], (*v)[k]) << "pieces disagree on a shared plane, " << source;
+        }
+        (*w)[g] = (*v)[k];
+      }
+    }
+    ++pieces;
+    at = s;
+  }
+  EXPECT_GT(pieces, 1) << pvti;
+  return whole;
+}
+
+void expect_same_fields(const FieldsRead& a, const FieldsRead& b, const std::string& what) {
+  ASSERT_EQ(a.n.size(), b.n.size()) << what;
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < a.n.size(); ++k) differ += (a.n[k] != b.n[k]) + (a.f[k] != b.f[k]) + (a.c[k] != b.c[k]);
+  EXPECT_EQ(differ, 0u) << what << ": values that differ from the single-process run";
+}
+
+struct Case {
+  std::string backend, precision, form;
+  int nz;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << " " << c.precision << " " << c.form << " nz=" << c.nz; }
+
+class AngioSlabs : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AngioSlabs, EveryOutputEqualsTheSingleProcessRun) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  const Case c = GetParam();
+  if (c.backend == "cuda") {
+    std::string why;
+    if (!cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  }
+  TempDir tmp;
+  const std::vector<std::string> extra = {"--grid",         "14,12," + std::to_string(c.nz), "--h", "0.05",
+                                          "--steps",        "24", "--series-every", "4", "--output-every", "12",
+                                          "--precision",    c.precision, "--form", c.form};
+  const CommandResult one = run_simkit(run_args(tmp / "one", c.backend, extra));
+  ASSERT_EQ(one.exit_code, 0) << describe(one);
+  for (int ranks : {2, 3}) {
+    const fs::path out = tmp / ("k" + std::to_string(ranks));
+    const CommandResult k = run_simkit_mpi(ranks, run_args(out, c.backend, extra));
+    ASSERT_EQ(k.exit_code, 0) << describe(k);
+    EXPECT_TRUE(has(k.out, std::to_string(ranks) + " ranks (z-slabs)")) << k.out;
+    EXPECT_EQ(slurp(out / "series.csv"), slurp(tmp / "one" / "series.csv")) << ranks << " ranks: series.csv";
+    for (const char* step : {"000000", "000012", "000024"}) {
+      expect_same_fields(read_pieces(out / "snapshots" / (std::string("angio_") + step + ".pvti"), 14, 12, c.nz),
+                         read_image(tmp / "one" / "snapshots" / (std::string("angio_") + step + ".vti")),
+                         std::to_string(ranks) + " ranks, step " + step);
+    }
+    for (const char* image : {"slice.png", "mip_n.png", "slice.svg"})
+      EXPECT_EQ(slurp(out / image), slurp(tmp / "one" / image)) << ranks << " ranks: " << image;
+    const auto run = nlohmann::json::parse(slurp(out / "run.json"));
+    EXPECT_EQ(run["ranks"], ranks);
+    EXPECT_EQ(run["final"], nlohmann::json::parse(slurp(tmp / "one" / "run.json"))["final"]);
+  }
+}
+
+std::vector<Case> cases() {
+  return {{"cpu", "fp32", "expanded", 13},  {"cpu", "fp64", "flux", 9},      {"reference", "fp64", "expanded", 7},
+          {"reference", "fp32", "flux", 8}, {"cuda", "fp32", "expanded", 110}, {"cuda", "fp64", "flux", 110}};
+}
+INSTANTIATE_TEST_SUITE_P(, AngioSlabs, ::testing::ValuesIn(cases()), [](const ::testing::TestParamInfo<Case>& p) {
+  return p.param.backend + "_" + p.param.precision + "_" + p.param.form;
+});
+
+TEST(AngioSlabsRestart, FromTheRanksCheckpointsEqualsTheUninterruptedRun) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  TempDir tmp;
+  const std::vector<std::string> grid = {"--grid", "12,10,11", "--h", "0.05", "--series-every", "5",
+                                         "--output-every", "10", "--checkpoint-every", "10"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = grid;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  const CommandResult whole = run_simkit_mpi(2, run_args(tmp / "whole", "cpu", with({"--steps", "30"})));
+  ASSERT_EQ(whole.exit_code, 0) << describe(whole);
+  const CommandResult first = run_simkit_mpi(2, run_args(tmp / "split", "cpu", with({"--steps", "20"})));
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  ASSERT_TRUE(fs::exists(tmp / "split" / "checkpoint.rank0of2.ckpt"));
+  ASSERT_TRUE(fs::exists(tmp / "split" / "checkpoint.rank1of2.ckpt"));
+  EXPECT_FALSE(fs::exists(tmp / "split" / "checkpoint.ckpt"));
+  const CommandResult rest = run_simkit_mpi(
+      2, {"angio", "run", "--restart", (tmp / "split" / "checkpoint.rank0of2.ckpt").string(), "--steps", "30", "--out",
+          (tmp / "split").string(), "-q", "--backend", "cpu"});
+  ASSERT_EQ(rest.exit_code, 0) << describe(rest);
+  EXPECT_EQ(slurp(tmp / "split" / "series.csv"), slurp(tmp / "whole" / "series.csv"));
+  for (const char* piece : {"piece_0.vti", "piece_1.vti"})
+    EXPECT_EQ(slurp(tmp / "split" / "snapshots" / "angio_000030" / piece),
+              slurp(tmp / "whole" / "snapshots" / "angio_000030" / piece));
+  // On another number of ranks, or without mpirun: one message naming the checkpoint, exit 2.
+  const CommandResult three = run_simkit_mpi(
+      3, {"angio", "run", "--restart", (tmp / "split" / "checkpoint.rank0of2.ckpt").string(), "--steps", "40", "--out",
+          (tmp / "three").string(), "-q", "--backend", "cpu"});
+  EXPECT_EQ(three.exit_code, 2) << describe(three);
+  EXPECT_TRUE(has(three.err, "restart on as many ranks")) << three.err;
+  const CommandResult single = run_simkit({"angio", "run", "--restart",
+                                           (tmp / "split" / "checkpoint.rank1of2.ckpt").string(), "--steps", "40",
+                                           "--out", (tmp / "single").string(), "-q"});
+  EXPECT_EQ(single.exit_code, 2) << describe(single);
+  EXPECT_TRUE(has(single.err, "restart with mpirun -n 2")) << single.err;
+  EXPECT_FALSE(fs::exists(tmp / "three"));
+  EXPECT_FALSE(fs::exists(tmp / "single"));
+}
+
+// The hybrid model's realisations split by range among the ranks and gathered: every file the
+// single-process run writes, byte for byte (result.json but for its timing).
+std::string without_seconds(const std::string& json_text) {
+  auto j = nlohmann::json::parse(json_text);
+  j.erase("seconds");
+  if (j.contains("run")) j["run"].erase("seconds");
+  return j.dump();
+}
+
+TEST(AngioHybridRanks, TheGatheredEnsembleIsTheSingleProcessOne) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  std::vector<std::string> backends = {"cpu", "reference"};
+  std::string why;
+  if (cuda_usable(&why)) backends.push_back("cuda");
+  for (const std::string& backend : backends) {
+    TempDir tmp;
+    const std::vector<std::string> args = {"--grid", "24,24,24", "--replicates", "7", "--seed", "9"};
+    std::vector<std::string> one = {"angio", "hybrid", "--out", (tmp / "one").string(), "-q", "--backend", backend};
+    one.insert(one.end(), args.begin(), args.end());
+    const CommandResult single = run_simkit(one);
+    ASSERT_EQ(single.exit_code, 0) << describe(single);
+    for (int ranks : {2, 3}) {
+      const fs::path out = tmp / ("k" + std::to_string(ranks));
+      std::vector<std::string> many = {"angio", "hybrid", "--out", out.string(), "-q", "--backend", backend};
+      many.insert(many.end(), args.begin(), args.end());
+      const CommandResult k = run_simkit_mpi(ranks, many);
+      ASSERT_EQ(k.exit_code, 0) << describe(k);
+      std::size_t files = 0;
+      for (const auto& e : fs::recursive_directory_iterator(tmp / "one")) {
+        if (!e.is_regular_file()) continue;
+        const fs::path rel = fs::relative(e.path(), tmp / "one");
+        ++files;
+        if (rel == "result.json") {
+          EXPECT_EQ(without_seconds(slurp(out / rel)), without_seconds(slurp(e.path()))) << backend << " " << ranks;
+        } else {
+          EXPECT_EQ(slurp(out / rel), slurp(e.path())) << backend << ", " << ranks << " ranks: " << rel;
+        }
+      }
+      EXPECT_GE(files, 9u) << "metrics of 7 realisations, ensemble.csv, network.vtp...";
+    }
+  }
+}
+
+TEST(AngioSlabsInput, GridsThatCannotBeSplitAreRefusedWithOneMessage) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  TempDir tmp;
+  const CommandResult flat =
+      run_simkit_mpi(2, run_args(tmp / "flat", "cpu", {"--grid", "20,20,1", "--h", "0.05", "--steps", "2"}));
+  EXPECT_EQ(flat.exit_code, 2) << describe(flat);
+  EXPECT_TRUE(has(flat.err, "simkit: error: --grid 20,20,1: a 2D grid is not split")) << flat.err;
+  const CommandResult thin =
+      run_simkit_mpi(3, run_args(tmp / "thin", "cpu", {"--grid", "8,8,2", "--h", "0.05", "--steps", "2"}));
+  EXPECT_EQ(thin.exit_code, 2) << describe(thin);
+  EXPECT_TRUE(has(thin.err, "3 ranks need at least 3 planes")) << thin.err;
+  EXPECT_FALSE(fs::exists(tmp / "flat"));
+  EXPECT_FALSE(fs::exists(tmp / "thin"));
+}
+
+}  // namespace
+}  // namespace simkit::test
