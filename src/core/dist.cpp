@@ -22,9 +22,9 @@
 namespace simkit::dist {
 
 namespace {
-bool g_started = false;
+[[maybe_unused]] bool g_started = false;
 // MPI counts are int: larger messages go in pieces of at most 1 GiB.
-constexpr std::size_t kPiece = std::size_t{1} << 30;
+[[maybe_unused]] constexpr std::size_t kPiece = std::size_t{1} << 30;
 
 #ifdef SIMKIT_HAVE_MPI
 void check(int rc, const char* what) {

@@ -144,8 +144,12 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
 // The same over the ranks of an MPI job (simkit::dist, docs/scale-out.md): rank k runs realisations
 // dist::share(replicates, K, k) with their seeds options.seed + r on its own device, and rank 0 gathers
 // them in realisation order, equal to run_hybrid_ensemble's bit for bit; the other ranks return no
-// realisations. On one rank it is run_hybrid_ensemble.
-HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options);
+// realisations. Without `logs`, realisations other than 0 arrive without their logs (segments,
+// occupied, branch_points, anastomosis_points and _kinds, active_tip_nodes), which the outputs
+// (write_hybrid_outputs) draw for realisation 0 only; their counts and metrics are complete. On one
+// rank it is run_hybrid_ensemble.
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                         bool logs = false);
 
 // The same, returning the realisations only.
 std::vector<Realisation> run_hybrid_ensemble(const HybridProblem& problem, std::uint64_t seed, int replicates,

@@ -114,7 +114,8 @@ Realisation get(Reader& in) {
 
 }  // namespace
 
-HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options) {
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                         bool logs) {
   const dist::Comm& comm = dist::Comm::world();
   if (!comm.distributed()) return run_hybrid_ensemble(problem, replicates, options);
   validate(problem);
@@ -132,7 +133,19 @@ HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int repli
   Writer w;
   for (std::size_t k = 0; k < local.realisations.size(); ++k) {
     Realisation& r = local.realisations[k];
-    if (mine.begin + k != 0) r.final_c.clear();  // kept for realisation 0 of the whole ensemble only
+    if (mine.begin + k != 0) {
+      r.final_c.clear();  // kept for realisation 0 of the whole ensemble only
+      if (!logs) {
+        // The outputs draw realisation 0's network only: the others travel without their logs
+        // (about three quarters of what a realisation holds).
+        r.segments = {};
+        r.occupied = {};
+        r.branch_points = {};
+        r.anastomosis_points = {};
+        r.anastomosis_kinds = {};
+        r.active_tip_nodes = {};
+      }
+    }
     put(w, r);
   }
   local.realisations.clear();
