@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -168,6 +169,50 @@ TEST(AngioSlabsRestart, FromTheRanksCheckpointsEqualsTheUninterruptedRun) {
   EXPECT_TRUE(has(single.err, "restart with mpirun -n 2")) << single.err;
   EXPECT_FALSE(fs::exists(tmp / "three"));
   EXPECT_FALSE(fs::exists(tmp / "single"));
+}
+
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A distributed run that died leaves its staging directory with every rank's checkpoint and its
+// .pvti snapshots with their piece directories; a restart on as many ranks takes them over and
+// ends with the uninterrupted run's files (tests/hostile/faults_test.cpp for one rank).
+TEST(AngioSlabsRestart, TakesOverTheStagingOfARunThatDied) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  TempDir tmp;
+  auto with = [&](const fs::path& out, std::vector<std::string> more) {
+    std::vector<std::string> args = {"angio",          "run", "-q",           "--backend", "cpu",  "--grid",
+                                      "10,9,12",        "--h", "0.05",         "--output-every", "10", "--series-every",
+                                      "5",              "--checkpoint-every", "20", "--no-quicklook", "--out",
+                                      out.string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const fs::path full = tmp / "full", died = tmp / "died", out = tmp / "out";
+  CommandResult r = run_simkit_mpi(2, with(full, {"--steps", "40"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = run_simkit_mpi(2, with(died, {"--steps", "20"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  fs::create_directories(out);
+  const fs::path staging = out / ".simkit-staging-999999-0";
+  fs::rename(died, staging);  // what a job killed at step 20 leaves
+  fs::remove(staging / "run.json");
+  r = run_simkit_mpi(2, {"angio", "run", "-q", "--backend", "cpu", "--restart",
+                         (staging / "checkpoint.rank0of2.ckpt").string(), "--steps", "40", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_FALSE(fs::exists(staging)) << "the dead run's staging directory stayed";
+  ASSERT_EQ(files_under(out / "snapshots"), files_under(full / "snapshots"));
+  for (const std::string& name : files_under(full / "snapshots"))
+    EXPECT_EQ(slurp(out / "snapshots" / name), slurp(full / "snapshots" / name)) << name;
+  EXPECT_EQ(slurp(out / "series.csv"), slurp(full / "series.csv"));
+  EXPECT_EQ(slurp(out / "angio.pvd"), slurp(full / "angio.pvd"));
+  for (const char* ckpt : {"checkpoint.rank0of2.ckpt", "checkpoint.rank1of2.ckpt"})
+    EXPECT_EQ(slurp(out / ckpt), slurp(full / ckpt)) << ckpt;
 }
 
 // The hybrid model's realisations split by range among the ranks and gathered: every file the
