@@ -5,8 +5,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <algorithm>
 #include <chrono>
 #include <exception>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "commands.hpp"
@@ -61,6 +64,20 @@ int main(int argc, char** argv) {
     if (!dist::Comm::world().root()) return e.get_exit_code() == 0 ? kExitOk : kExitUser;
     const int code = app.exit(e);  // prints help/version (code 0) or the parse error
     return code == 0 ? kExitOk : kExitUser;
+  }
+  // Under mpirun the commands with a distributed driver run on every rank (docs/scale-out.md); the
+  // others (info, ddm generate, ddm replay) run on rank 0 alone, and the other ranks leave at once.
+  if (const auto& world = dist::Comm::world(); world.distributed()) {
+    std::string command;
+    for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+      sub = sub->get_subcommands().front();
+      command += (command.empty() ? "" : " ") + sub->get_name();
+    }
+    static const char* const kDistributed[] = {"angio run", "angio hybrid", "prolif simulate", "prolif fit",
+                                               "ddm match"};
+    const bool distributed =
+        std::find(std::begin(kDistributed), std::end(kDistributed), command) != std::end(kDistributed);
+    if (!distributed && !world.root()) return kExitOk;
   }
   try {
     return action ? action() : kExitOk;

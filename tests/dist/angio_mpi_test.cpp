@@ -258,6 +258,27 @@ TEST(AngioHybridRanks, TheGatheredEnsembleIsTheSingleProcessOne) {
   }
 }
 
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Commands without a distributed driver run on rank 0 alone (one summary, one output); a bad
+// command line is reported once.
+TEST(SimkitUnderMpirun, OneRankRunsWhatIsNotDistributedAndOneMessageReportsABadCommandLine) {
+  if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
+  TempDir tmp;
+  const CommandResult gen = run_simkit_mpi(
+      3, {"ddm", "generate", "--n", "1000", "--alpha", "5", "--dims", "2", "--out", (tmp / "r.bin").string()});
+  ASSERT_EQ(gen.exit_code, 0) << describe(gen);
+  EXPECT_EQ(count_of(gen.out, "simkit ddm generate:"), 1u) << gen.out;
+  EXPECT_TRUE(fs::exists(tmp / "r.bin"));
+  const CommandResult bad = run_simkit_mpi(2, {"angio", "run", "--bogus"});
+  EXPECT_EQ(bad.exit_code, 2) << describe(bad);
+  EXPECT_EQ(count_of(bad.err, "simkit: error:"), 1u) << bad.err;
+}
+
 TEST(AngioSlabsInput, GridsThatCannotBeSplitAreRefusedWithOneMessage) {
   if (mpi_launcher().empty()) GTEST_SKIP() << "this build has no MPI launcher (SIMKIT_MPI)";
   TempDir tmp;
