@@ -12,7 +12,7 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
 [ -x "$bundle/simkit" ] || tar xzf "$bundle/simkit-bundle.tgz" -C "$bundle"
-export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SIMKIT_HALO="${SIMKIT_HALO:-}"
 { keep="$here"; source "$bundle/ompi/env.sh"; here="$keep"; }
 largest=0
 [ "${1:-}" = "--largest" ] && { largest=1; shift; }
@@ -31,15 +31,18 @@ run() {
   if [ "$ranks" = 1 ]; then
     line=$("$s" "$@" --json -q 2>> "$out/errors.txt")
   else
-    line=$(mpirun -n "$ranks" --bind-to none "$s" "$@" --json -q 2>> "$out/errors.txt")
+    line=$(mpirun -n "$ranks" --bind-to none -x SIMKIT_HALO "$s" "$@" --json -q 2>> "$out/errors.txt")
   fi
-  echo "{\"tag\":\"$tag\",\"ranks\":$ranks,\"gpus\":$gpus,\"summary\":${line:-null}}" >> "$out/scale.jsonl"
+  echo "{\"tag\":\"$tag\",\"halo\":\"${SIMKIT_HALO:-auto}\",\"ranks\":$ranks,\"gpus\":$gpus,\"summary\":${line:-null}}" >> "$out/scale.jsonl"
   echo "$tag ranks=$ranks: $(echo "$line" | grep -oE '"(compute|simulate)_seconds":[0-9.e+-]+' | head -1)"
 }
 angio=(angio run --backend cuda --form flux --series-every 100 --no-snapshots --no-quicklook --steps "$steps")
 for p in fp32 fp64; do
   run "angio-strong-$p" 1 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s1$p"
   run "angio-strong-$p" 2 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s2$p"
+  # the host-staged exchange instead of the same-node peer copies (SIMKIT_HALO=host)
+  SIMKIT_HALO=host run "angio-strong-$p-host" 2 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s3$p"
+  cmp "$w/s1$p/series.csv" "$w/s3$p/series.csv" || echo "angio-strong-$p host-staged: SERIES DIFFER" | tee -a "$out/equal.txt"
   cmp "$w/s1$p/series.csv" "$w/s2$p/series.csv" && echo "angio-strong-$p: series bitwise equal" | tee -a "$out/equal.txt" \
     || echo "angio-strong-$p: SERIES DIFFER" | tee -a "$out/equal.txt"
 done

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 #include "angio/continuous/cuda_tuning.hpp"
@@ -463,6 +464,32 @@ class CudaSolver final : public Solver<T> {
       for (auto* b : {&send_lo_, &send_hi_, &recv_lo_, &recv_hi_}) b->resize(3 * plane);
     }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    if (link_ && !link_->device_pointers()) open_peers();
+  }
+
+  ~CudaSolver() override {
+    if (!ipc_) return;
+    cudaDeviceSynchronize();
+    for (auto& dir : peer_)
+      for (auto& state : dir)
+        for (T*& p : state)
+          if (p) cudaIpcCloseMemHandle(p);
+    for (auto& dir : peer_events_)
+      for (cudaEvent_t& e : dir)
+        if (e) cudaEventDestroy(e);
+    // Every neighbour has closed its view of this rank's fields before they are freed (skipped while
+    // an error unwinds: the job is ending).
+    if (std::uncaught_exceptions() == 0) {
+      try {
+        for (int dir : {-1, 1})
+          if (has(dir)) link_->notify(dir, kCloseTag);
+        for (int dir : {-1, 1})
+          if (has(dir)) link_->await(dir, kCloseTag);
+      } catch (...) {
+      }
+    }
+    for (cudaEvent_t e : my_events_)
+      if (e) cudaEventDestroy(e);
   }
 
   Reductions advance(std::int64_t steps, bool reduce) override {
@@ -473,7 +500,9 @@ class CudaSolver final : public Solver<T> {
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
       const int own = slab_.own_end - slab_.own_begin;
-      if (link_ && !last && own > 2) {
+      if (ipc_) {
+        ipc_step(in, out, last, own > 2);
+      } else if (link_ && !last && own > 2) {
         overlapped_step(in, out);
       } else {
         set_range(slab_.own_begin, slab_.own_end);
@@ -482,6 +511,7 @@ class CudaSolver final : public Solver<T> {
       }
       cur_ = out;
     }
+    if (ipc_) drain();
     if (!reduce) {
       SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
       return Reductions{};
@@ -620,6 +650,156 @@ class CudaSolver final : public Solver<T> {
     SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(nullptr, ghosts_in_.get(), 0));
   }
 
+  // ---- Same-node peers: faces copied GPU to GPU through CUDA IPC (docs/scale-out.md) ----
+  // Each rank opens its neighbours' six field buffers and two pairs of interprocess events ("my
+  // step is done", "my copy into you is done", by step parity) once. A step then: waits for the
+  // neighbours' copies into its ghosts (their previous step), updates its boundary planes and then
+  // the interior, and copies its boundary planes straight into the neighbours' ghost planes of the
+  // same state once those neighbours have finished the step that last read them. One-byte MPI
+  // notices order each event record before the other rank's wait on it. Without IPC (another node,
+  // SIMKIT_HALO=host, or a CUDA error on any rank) the host-staged exchange is used on every rank.
+  static constexpr int kDoneTag = 31, kCopyTag = 32, kCloseTag = 33;
+  struct PeerHandles {
+    cudaIpcMemHandle_t fields[2][3];
+    cudaIpcEventHandle_t done[2], copy[2];
+    int held;  // the neighbour's planes (its ghost above is its last)
+  };
+  bool has(int dir) const { return dir < 0 ? slab_.ghost_below() : slab_.ghost_above(g_.nz); }
+  static int side(int dir) { return dir < 0 ? 0 : 1; }
+
+  void open_peers() {
+    bool ok = link_->peers_on_node();
+    PeerHandles mine{};
+    if (ok) {
+      for (int st = 0; st < 2; ++st) {
+        DeviceBuffer<T>* f[3] = {&n_[st], &f_[st], &c_[st]};
+        for (int a = 0; a < 3; ++a) ok = ok && cudaIpcGetMemHandle(&mine.fields[st][a], f[a]->data()) == cudaSuccess;
+      }
+      for (int k = 0; k < 4 && ok; ++k)
+        ok = cudaEventCreateWithFlags(&my_events_[k], cudaEventDisableTiming | cudaEventInterprocess) == cudaSuccess;
+      for (int par = 0; par < 2 && ok; ++par) {
+        ok = cudaIpcGetEventHandle(&mine.done[par], my_events_[par]) == cudaSuccess &&
+             cudaIpcGetEventHandle(&mine.copy[par], my_events_[2 + par]) == cudaSuccess;
+      }
+      mine.held = g_.nz;
+    }
+    cudaGetLastError();  // a failed IPC call is an answer here, not an error of the run
+    if (!link_->all(ok)) return release_own_events();
+    PeerHandles below{}, above{};
+    const bool lo = has(-1), hi = has(1);
+    link_->exchange(lo ? &mine : nullptr, hi ? &mine : nullptr, lo ? &below : nullptr, hi ? &above : nullptr,
+                    sizeof(PeerHandles));
+    for (int dir : {-1, 1}) {
+      if (!has(dir)) continue;
+      const PeerHandles& h = dir < 0 ? below : above;
+      peer_held_[side(dir)] = h.held;
+      for (int st = 0; st < 2 && ok; ++st)
+        for (int a = 0; a < 3 && ok; ++a) {
+          void* p = nullptr;
+          ok = cudaIpcOpenMemHandle(&p, h.fields[st][a], cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
+          peer_[side(dir)][st][a] = static_cast<T*>(p);
+        }
+      for (int par = 0; par < 2 && ok; ++par) {
+        ok = cudaIpcOpenEventHandle(&peer_events_[side(dir)][par], h.done[par]) == cudaSuccess &&
+             cudaIpcOpenEventHandle(&peer_events_[side(dir)][2 + par], h.copy[par]) == cudaSuccess;
+      }
+    }
+    cudaGetLastError();
+    ipc_ = link_->all(ok);
+    if (!ipc_) {  // back to the host-staged exchange, on every rank
+      for (auto& dir : peer_)
+        for (auto& state : dir)
+          for (T*& p : state)
+            if (p) cudaIpcCloseMemHandle(p), p = nullptr;
+      for (auto& dir : peer_events_)
+        for (cudaEvent_t& e : dir)
+          if (e) cudaEventDestroy(e), e = nullptr;
+      cudaGetLastError();
+      release_own_events();
+    }
+  }
+  void release_own_events() {
+    for (cudaEvent_t& e : my_events_)
+      if (e) cudaEventDestroy(e), e = nullptr;
+    cudaGetLastError();
+  }
+
+  // One step with the faces copied to the neighbours' GPUs (see above). `split`: boundary planes
+  // first, then the interior, so that the copies overlap the interior (not on series steps, whose
+  // reduction must be the single-rank launch's).
+  void ipc_step(int in, int out, bool reduce, bool split) {
+    const std::int64_t s = steps_;
+    const int par = static_cast<int>(s % 2), prev = 1 - par;
+    // The neighbours' copies into this state's ghosts (their previous step) come first.
+    if (s > 0 && drained_ != s - 1) {
+      for (int dir : {-1, 1}) {
+        if (!has(dir)) continue;
+        link_->await(dir, kCopyTag);
+        SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(nullptr, peer_events_[side(dir)][2 + prev], 0));
+      }
+    }
+    const bool below = has(-1), above = has(1);
+    if (split && !reduce) {
+      if (below) {
+        set_range(slab_.own_begin, slab_.own_begin + 1);
+        step(in, out, false, false);
+      }
+      if (above) {
+        set_range(slab_.own_end - 1, slab_.own_end);
+        step(in, out, false, false);
+      }
+      boundary_done_.record(nullptr);
+      set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
+      step(in, out, false, false);
+    } else {
+      set_range(slab_.own_begin, slab_.own_end);
+      step(in, out, reduce, false);
+      boundary_done_.record(nullptr);
+    }
+    SIMKIT_CUDA_CHECK(cudaEventRecord(my_events_[par], nullptr));  // this step's kernels are done
+    for (int dir : {-1, 1})
+      if (has(dir)) link_->notify(dir, kDoneTag);
+    // My boundary planes into the neighbours' ghosts of the same state, once they have finished
+    // the step that last read those ghosts.
+    SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, boundary_done_.get(), 0));
+    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    DeviceBuffer<T>* fields[3] = {&n_[out], &f_[out], &c_[out]};
+    for (int dir : {-1, 1}) {
+      if (!has(dir)) continue;
+      if (s > 0 && drained_ != s - 1) {
+        link_->await(dir, kDoneTag);
+        SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, peer_events_[side(dir)][prev], 0));
+      }
+      const int from = dir < 0 ? slab_.own_begin : slab_.own_end - 1;
+      const int to = dir < 0 ? peer_held_[0] - 1 : 0;  // the neighbour's ghost plane facing me
+      for (int a = 0; a < 3; ++a) {
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(peer_[side(dir)][out][a] + static_cast<std::size_t>(to) * plane,
+                                          plane_of(*fields[a], from), bytes, cudaMemcpyDefault, copy_));
+      }
+    }
+    SIMKIT_CUDA_CHECK(cudaEventRecord(my_events_[2 + par], copy_));
+    for (int dir : {-1, 1})
+      if (has(dir)) link_->notify(dir, kCopyTag);
+    ++steps_;
+  }
+
+  // The end of a run of steps: the last step's notices consumed and its copies (both ways)
+  // finished, so that reads and reductions see complete ghosts and the next step owes nothing.
+  void drain() {
+    const std::int64_t last = steps_ - 1;
+    if (last < 0 || drained_ == last) return;
+    const int par = static_cast<int>(last % 2);
+    copy_.synchronize();
+    for (int dir : {-1, 1}) {
+      if (!has(dir)) continue;
+      link_->await(dir, kDoneTag);
+      link_->await(dir, kCopyTag);
+      SIMKIT_CUDA_CHECK(cudaEventSynchronize(peer_events_[side(dir)][par]));
+      SIMKIT_CUDA_CHECK(cudaEventSynchronize(peer_events_[side(dir)][2 + par]));
+    }
+    drained_ = last;
+  }
+
   // Launches a step kernel of the shared signature (marching, pair, staged) from buffer set `in`
   // to `out`; partials: the per-block reductions, or nullptr.
   template <class Kernel>
@@ -755,6 +935,15 @@ class CudaSolver final : public Solver<T> {
   ::simkit::cuda::PinnedBuffer<T> send_lo_, send_hi_, recv_lo_, recv_hi_;
   ::simkit::cuda::Stream copy_;
   ::simkit::cuda::Event boundary_done_, ghosts_in_;
+  // Same-node peers (CUDA IPC): the neighbours' fields [below, above][state][n, f, c], their events
+  // [side][done 0/1, copy 0/1] and planes held, this rank's events (done 0/1, copy 0/1), the steps
+  // taken (the same on every rank) and the last step whose notices were consumed.
+  bool ipc_ = false;
+  T* peer_[2][2][3] = {};
+  cudaEvent_t peer_events_[2][4] = {};
+  int peer_held_[2] = {0, 0};
+  cudaEvent_t my_events_[4] = {};
+  std::int64_t steps_ = 0, drained_ = -1;
   std::string device_name_;
 };
 

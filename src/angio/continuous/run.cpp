@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unistd.h>
+
 #include <bit>
+#include <cstdlib>
 #include <optional>
 #include <regex>
 
@@ -53,7 +56,29 @@ std::string snapshot_name(std::int64_t step, std::int64_t last) {
 // the reductions' carry passed up the ranks and the last rank's result broadcast.
 class MpiSlabLink final : public detail::SlabLink {
  public:
-  MpiSlabLink(const dist::Comm& comm, bool device) : comm_(comm), device_(device && comm.cuda_aware()) {}
+  MpiSlabLink(const dist::Comm& comm, bool device) : comm_(comm), device_(device && comm.cuda_aware()) {
+    // The node of every rank (a collective at construction, which every rank makes).
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::string mine(host);
+    mine.resize(255, '\0');
+    const auto all = comm.allgather(std::as_bytes(std::span<const char>(mine.data(), mine.size())));
+    const auto node = [&](int r) { return std::string(reinterpret_cast<const char*>(all.data()) + 255 * r, 255); };
+    const int r = comm.rank();
+    const char* halo = std::getenv("SIMKIT_HALO");
+    peers_on_node_ = !(halo && std::string(halo) == "host") && (r == 0 || node(r - 1) == node(r)) &&
+                     (r + 1 == comm.size() || node(r + 1) == node(r));
+  }
+  bool peers_on_node() const override { return peers_on_node_; }
+  bool all(bool mine) override { return comm_.allreduce_min(mine ? 1 : 0) == 1; }
+  void notify(int dir, int tag) override {
+    const char byte = 1;
+    comm_.send(&byte, 1, comm_.rank() + dir, tag);
+  }
+  void await(int dir, int tag) override {
+    char byte = 0;
+    comm_.recv(&byte, 1, comm_.rank() + dir, tag);
+  }
   void exchange(const void* lo_send, const void* hi_send, void* lo_recv, void* hi_recv, std::size_t bytes) override {
     const int r = comm_.rank();
     // Upwards (my top plane to the rank above, the one below's into my lower ghost), then downwards.
@@ -73,6 +98,7 @@ class MpiSlabLink final : public detail::SlabLink {
  private:
   const dist::Comm& comm_;
   bool device_;
+  bool peers_on_node_ = false;
 };
 
 // This rank's planes: its own [own_begin, own_end) and those it holds (a ghost plane on each side
