@@ -656,8 +656,8 @@ class CudaSolver final : public Solver<T> {
   // neighbours' copies into its ghosts (their previous step), updates its boundary planes and then
   // the interior, and copies its boundary planes straight into the neighbours' ghost planes of the
   // same state once those neighbours have finished the step that last read them. One-byte MPI
-  // notices order each event record before the other rank's wait on it. Without IPC (another node,
-  // SIMKIT_HALO=host, or a CUDA error on any rank) the host-staged exchange is used on every rank.
+  // notices order each event record before the other rank's wait on it. Opt-in (SIMKIT_HALO=ipc);
+  // without it, on another node, or after a CUDA error on any rank, every rank stages through the host.
   static constexpr int kDoneTag = 31, kCopyTag = 32, kCloseTag = 33;
   struct PeerHandles {
     cudaIpcMemHandle_t fields[2][3];

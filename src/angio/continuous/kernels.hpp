@@ -144,7 +144,7 @@ class SlabLink {
   virtual void finish(void* data, std::size_t bytes) = 0;
   virtual bool last() const = 0;
   // For a same-node peer path (the cuda backend's CUDA IPC faces, docs/scale-out.md): whether every
-  // neighbour runs on this rank's node and the user allows it (SIMKIT_HALO is not "host"); whether
+  // neighbour runs on this rank's node and the user asks for it (SIMKIT_HALO=ipc); whether
   // `mine` holds on every rank (a collective); and one-byte notices to the neighbour below (dir -1)
   // or above (+1) under a tag, and the wait for one from it.
   virtual bool peers_on_node() const = 0;

@@ -66,7 +66,9 @@ class MpiSlabLink final : public detail::SlabLink {
     const auto node = [&](int r) { return std::string(reinterpret_cast<const char*>(all.data()) + 255 * r, 255); };
     const int r = comm.rank();
     const char* halo = std::getenv("SIMKIT_HALO");
-    peers_on_node_ = !(halo && std::string(halo) == "host") && (r == 0 || node(r - 1) == node(r)) &&
+    // Opt-in (SIMKIT_HALO=ipc): on one shared H200 the IPC path measured slower than the host-staged
+    // one (docs/performance.md, "Scale-out"); two GPUs have yet to decide.
+    peers_on_node_ = (halo && std::string(halo) == "ipc") && (r == 0 || node(r - 1) == node(r)) &&
                      (r + 1 == comm.size() || node(r + 1) == node(r));
   }
   bool peers_on_node() const override { return peers_on_node_; }
