@@ -53,6 +53,12 @@ hybrid=(angio hybrid --backend cuda --grid 100,100,100 --replicates 20000 --t-ma
 run "hybrid-ensemble" 1 "${hybrid[@]}" --out "$w/h1"
 run "hybrid-ensemble" 2 "${hybrid[@]}" --out "$w/h2"
 cmp "$w/h1/ensemble.csv" "$w/h2/ensemble.csv" && echo "hybrid-ensemble: ensemble.csv equal" | tee -a "$out/equal.txt"
+# with TAF diffusion each realisation sweeps its own c field on the GPU (bandwidth-bound, not host-bound)
+printf 'model = "hybrid"\n[grid]\nsize = [100, 100, 100]\n[time]\ndt = 0.01\nt_max = 2\n[parameters]\nD_c = 0.0003\n' > "$w/dc.toml"
+hybrid_dc=(angio hybrid --backend cuda --config "$w/dc.toml" --replicates 4000 --seed 3 --no-quicklook)
+run "hybrid-ensemble-Dc" 1 "${hybrid_dc[@]}" --out "$w/d1"
+run "hybrid-ensemble-Dc" 2 "${hybrid_dc[@]}" --out "$w/d2"
+cmp "$w/d1/ensemble.csv" "$w/d2/ensemble.csv" && echo "hybrid-ensemble-Dc: ensemble.csv equal" | tee -a "$out/equal.txt"
 printf '1000 40000000\n500 30000000\n250 30000000\n' > "$w/h0_1e8.txt"
 printf '1000 400000\n500 300000\n250 300000\n' > "$w/h0_1e6.txt"
 prolif=(prolif simulate --backend cuda --config "$here/examples/prolif/model.toml")

@@ -148,6 +148,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   // the outputs and reports (docs/scale-out.md).
   const dist::Comm& world = dist::Comm::world();
   Progress progress("angio hybrid", "realisations", a.common.quiet || !world.root());
+  world.barrier();  // the ranks start together: the time is the job's, not one rank's start-up skew
   Stopwatch compute;
   options.progress = [&](double done, double total) { progress.update(done, total); };
   const HybridEnsemble run = run_hybrid_ensemble_ranks(p, a.replicates, options);

@@ -98,6 +98,7 @@ int run_simulate(const ProlifArgs& a) {
   options.progress = [&](double done, double total) { progress.update(done, total); };
   // The one-time CUDA context creation is reported apart from the simulation time.
   const double device_init_seconds = options.backend == Backend::Cuda ? initialize_cuda_device(options.device) : 0.0;
+  world.barrier();  // the ranks start together: the time is the job's, not one rank's start-up skew
   Stopwatch sim_clock;
   if (!world.distributed()) {
     report.runs = simulate_batch(initial, models, seeds, options);

@@ -368,6 +368,7 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   Problem local = problem;  // dt is final now
   local.grid = lg;
   auto solver = detail::make_backend<T>(backend, local, initial, options, setup);
+  comm.barrier();  // every slab is on its device: the steps' time is not one rank's start-up skew
   initial = Fields<T>{};  // the solver has its own copy; check_capacity counts on this
   report.device = solver->device();
   Fields<T> host;  // read-back buffer
