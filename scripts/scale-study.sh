@@ -34,7 +34,7 @@ run() {
     line=$(mpirun -n "$ranks" --bind-to none -x SIMKIT_HALO "$s" "$@" --json -q 2>> "$out/errors.txt")
   fi
   echo "{\"tag\":\"$tag\",\"halo\":\"${SIMKIT_HALO:-auto}\",\"ranks\":$ranks,\"gpus\":$gpus,\"summary\":${line:-null}}" >> "$out/scale.jsonl"
-  echo "$tag ranks=$ranks: $(echo "$line" | grep -oE '"(compute|simulate)_seconds":[0-9.e+-]+' | head -1)"
+  echo "$tag ranks=$ranks: $(echo "$line" | grep -oE '"(compute|simulate|fit)_seconds":[0-9.e+-]+' | head -1)"
 }
 angio=(angio run --backend cuda --form flux --series-every 100 --no-snapshots --no-quicklook --steps "$steps")
 for p in fp32 fp64; do
@@ -67,6 +67,15 @@ run "prolif-1e8-cells" 2 "${prolif[@]}" --histogram "$w/h0_1e8.txt" --out "$w/p2
 for f in $(cd "$w/p1" && ls *.csv 2>/dev/null); do cmp "$w/p1/$f" "$w/p2/$f" || echo "prolif-1e8: $f DIFFERS" | tee -a "$out/equal.txt"; done
 run "prolif-replicates" 1 "${prolif[@]}" --histogram "$w/h0_1e6.txt" --replicates 1024 --out "$w/r1"
 run "prolif-replicates" 2 "${prolif[@]}" --histogram "$w/h0_1e6.txt" --replicates 1024 --out "$w/r2"
+# calibration evaluations split by rank (the bone-marrow data of the bundle, ProCell's model 3)
+d="$bundle/data/procell"
+if [ -f "$d/AML9_Exp3_t10d_UT1_BM_GFPpos.txt" ]; then
+  fit=(prolif fit --backend cuda --histogram "$d/AML9_Exp3_t10d_UT1_BM_GFPpos.txt" --config "$here/examples/prolif/fit/model3.toml"
+       --target "$d/AML9_Exp3_t10d_DOX3_BM_GFPpos.txt@240" --particles 50 --iterations 100 --replicates 4 --seed 1)
+  run "prolif-fit" 1 "${fit[@]}" --out "$w/f1"
+  run "prolif-fit" 2 "${fit[@]}" --out "$w/f2"
+  cmp "$w/f1/history.csv" "$w/f2/history.csv" && echo "prolif-fit: history.csv equal" | tee -a "$out/equal.txt"
+fi
 if [ $largest = 1 ]; then
   run "angio-largest-fp64" 2 angio run --backend cuda --form flux --series-every 5 --no-snapshots --no-quicklook \
     --steps 20 --grid 2000,2000,1000 --precision fp64 --out "$w/big"
