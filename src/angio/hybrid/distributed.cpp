@@ -130,32 +130,42 @@ HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int repli
     local.backend = resolve_backend(options.backend, options.device);
     local.device = device_description(local.backend, options.device, effective_threads(options.threads));
   }
-  Writer w;
+  // The logs rank 0's outputs do not draw, dropped; rank 0 keeps its own realisations as they are
+  // (realisation 0 is its first) and receives the others' in rank order.
   for (std::size_t k = 0; k < local.realisations.size(); ++k) {
     Realisation& r = local.realisations[k];
-    if (mine.begin + k != 0) {
-      r.final_c.clear();  // kept for realisation 0 of the whole ensemble only
-      if (!logs) {
-        // The outputs draw realisation 0's network only: the others travel without their logs
-        // (about three quarters of what a realisation holds).
-        r.segments = {};
-        r.occupied = {};
-        r.branch_points = {};
-        r.anastomosis_points = {};
-        r.anastomosis_kinds = {};
-        r.active_tip_nodes = {};
-      }
+    if (mine.begin + k == 0) continue;
+    r.final_c = {};  // kept for realisation 0 of the whole ensemble only
+    if (!logs) {
+      r.segments = {};
+      r.occupied = {};
+      r.branch_points = {};
+      r.anastomosis_points = {};
+      r.anastomosis_kinds = {};
+      r.active_tip_nodes = {};
     }
-    put(w, r);
   }
-  local.realisations.clear();
+  Writer w;
+  if (!comm.root()) {
+    std::size_t bytes = 0;  // one allocation for the message (fresh host memory is slow to come by)
+    for (const Realisation& r : local.realisations) {
+      bytes += sizeof(Realisation) + 8 * 8 + r.segments.size() * sizeof(Segment) +
+               r.metrics.size() * sizeof(MetricsRow) +
+               (r.occupied.size() + r.branch_points.size() + r.anastomosis_points.size() +
+                r.active_tip_nodes.size() + r.final_c.size()) * 8 + r.anastomosis_kinds.size();
+    }
+    w.bytes.reserve(bytes);
+    for (const Realisation& r : local.realisations) put(w, r);
+    local.realisations = {};
+  }
   const std::vector<std::byte> all = comm.gather(w.bytes);
   HybridEnsemble out;
   out.backend = local.backend;
   out.device = local.device;
   if (comm.root()) {
-    Reader in(all.data(), all.size());
+    out.realisations = std::move(local.realisations);
     out.realisations.reserve(static_cast<std::size_t>(replicates));
+    Reader in(all.data(), all.size());
     while (!in.done()) out.realisations.push_back(get(in));
     if (out.realisations.size() != static_cast<std::size_t>(replicates))
       throw InternalError("hybrid ensemble: realisations lost in the gather");
