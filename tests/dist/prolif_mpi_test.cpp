@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../prolif/problems.hpp"
+#include "prolif/problems.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "simkit/prolif/prolif.hpp"
@@ -231,19 +231,7 @@ proportion = 0.1
 quiescent = true
 )");
     target = dir.write("target.txt", "# value count\n200 100\n400 300\n800 500\n1600 400\n3000 200\n");
-    fit = dir.write("fit.toml", R"(phi_min = 1
-
-[[population]]
-name = "fast"
-proportion = { min = 0, max = 1 }
-mean = { min = 10, max = 40 }
-sd = { min = 1, max = 10 }
-
-[[population]]
-name = "rest"
-proportion = { min = 0, max = 1 }
-quiescent = true
-)");
+    fit = dir.write("fit.toml", test_problems::kFitToml);
   }
   std::vector<std::string> simulate(const fs::path& out, const std::string& backend,
                                     const std::vector<std::string>& more = {}) const {

@@ -19,6 +19,7 @@
 #include "simkit/prolif/io.hpp"
 #include "simkit/prolif/prc.hpp"
 #include "simkit/prolif/prolif.hpp"
+#include "prolif/problems.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::prolif {
@@ -31,20 +32,7 @@ using namespace simkit::test;  // run_simkit, TempDir, slurp, describe, lines_of
 // H(0): 300 cells, fluorescence 1500..6000 (every daughter stays inside the default bins).
 constexpr const char* kH0 = "# value count\n1500 100\n3000 150\n6000 50\n";
 
-// The fit: fast's proportion, mean and sd free; a quiescent population.
-constexpr const char* kFitToml = R"(phi_min = 1
-
-[[population]]
-name = "fast"
-proportion = { min = 0, max = 1 }
-mean = { min = 10, max = 40 }
-sd = { min = 1, max = 10 }
-
-[[population]]
-name = "rest"
-proportion = { min = 0, max = 1 }
-quiescent = true
-)";
+using test_problems::kFitToml;  // fast's proportion, mean and sd free; a quiescent population
 
 const std::vector<std::string> kOutputs{"best.toml",   "best.prc", "history.csv",
                                         "result.json", "fit.svg",  "convergence.svg"};

@@ -13,6 +13,21 @@
 
 namespace simkit::prolif::test_problems {
 
+// A fit model (prolif fit --config): fast's proportion, mean and sd free; a quiescent population.
+inline constexpr const char* kFitToml = R"(phi_min = 1
+
+[[population]]
+name = "fast"
+proportion = { min = 0, max = 1 }
+mean = { min = 10, max = 40 }
+sd = { min = 1, max = 10 }
+
+[[population]]
+name = "rest"
+proportion = { min = 0, max = 1 }
+quiescent = true
+)";
+
 inline InitialHistogram histogram(std::vector<double> values, std::vector<std::uint64_t> counts) {
   InitialHistogram h;
   h.values = std::move(values);

@@ -73,7 +73,7 @@ class CpuSolver final : public Solver<T> {
         }
       }
       std::swap(u_, next_);
-      exchange_ghosts(g_, s_, u_);
+      exchange_ghosts(g_, s_, u_, halo_);
     }
     return reduce ? combine() : Reductions{};
   }
@@ -99,6 +99,7 @@ class CpuSolver final : public Solver<T> {
   TypedModelParams<T> m_;
   StepConstants<T> sc_;
   SlabSetup s_;
+  HostHalo<T> halo_;
   int threads_;
   Fields<T> u_, next_;
   std::vector<Reductions> rows_;

@@ -470,13 +470,7 @@ class CudaSolver final : public Solver<T> {
   ~CudaSolver() override {
     if (!ipc_) return;
     cudaDeviceSynchronize();
-    for (auto& dir : peer_)
-      for (auto& state : dir)
-        for (T*& p : state)
-          if (p) cudaIpcCloseMemHandle(p);
-    for (auto& dir : peer_events_)
-      for (cudaEvent_t& e : dir)
-        if (e) cudaEventDestroy(e);
+    close_peers();
     // Every neighbour has closed its view of this rank's fields before they are freed (skipped while
     // an error unwinds: the job is ending).
     if (std::uncaught_exceptions() == 0) {
@@ -488,8 +482,7 @@ class CudaSolver final : public Solver<T> {
       } catch (...) {
       }
     }
-    for (cudaEvent_t e : my_events_)
-      if (e) cudaEventDestroy(e);
+    release_own_events();
   }
 
   Reductions advance(std::int64_t steps, bool reduce) override {
@@ -561,23 +554,44 @@ class CudaSolver final : public Solver<T> {
 
   // The ghost planes of state `buf` from the neighbours, after its step has finished.
   void exchange_now(int buf) {
-    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
-    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
-    DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
-    if (link_->device_pointers()) {  // a CUDA-aware MPI takes device memory itself
+    if (link_->device_pointers()) {
       SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-      for (DeviceBuffer<T>* a : fields) {
-        link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr,
-                        above ? plane_of(*a, slab_.own_end - 1) : nullptr,
-                        below ? plane_of(*a, slab_.own_begin - 1) : nullptr,
-                        above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
-      }
+      exchange_device(buf);
       return;
     }
     stage_out(buf, nullptr);
     SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
     host_exchange();
     stage_in(buf, nullptr);
+  }
+
+  // A CUDA-aware MPI takes device memory itself: state `buf`'s boundary planes straight into the
+  // neighbours' ghosts, field by field (the planes' kernels must have finished).
+  void exchange_device(int buf) {
+    const bool below = has(-1), above = has(1);
+    const std::size_t bytes = static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T);
+    for (DeviceBuffer<T>* a : {&n_[buf], &f_[buf], &c_[buf]}) {
+      link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr, above ? plane_of(*a, slab_.own_end - 1) : nullptr,
+                      below ? plane_of(*a, slab_.own_begin - 1) : nullptr, above ? plane_of(*a, slab_.own_end) : nullptr,
+                      bytes);
+    }
+  }
+
+  // One step as boundary planes first (then boundary_done_ is recorded), then the interior: the
+  // same update_node at every node as one launch, only the order differs (no reductions).
+  void split_step(int in, int out) {
+    const bool below = has(-1), above = has(1);
+    if (below) {
+      set_range(slab_.own_begin, slab_.own_begin + 1);
+      step(in, out, false, false);
+    }
+    if (above) {
+      set_range(slab_.own_end - 1, slab_.own_end);
+      step(in, out, false, false);
+    }
+    boundary_done_.record(nullptr);
+    set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
+    step(in, out, false, false);
   }
 
   // Boundary planes of state `buf` into the pinned send buffers, on `stream`.
@@ -617,28 +631,10 @@ class CudaSolver final : public Solver<T> {
   // them, and the ghosts go in; the next step waits for the ghosts. Fields as in step(): the same
   // update_node at every node, only the launch order differs (no reductions on these steps).
   void overlapped_step(int in, int out) {
-    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
-    if (below) {
-      set_range(slab_.own_begin, slab_.own_begin + 1);
-      step(in, out, false, false);
-    }
-    if (above) {
-      set_range(slab_.own_end - 1, slab_.own_end);
-      step(in, out, false, false);
-    }
-    boundary_done_.record(nullptr);
-    set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
-    step(in, out, false, false);
+    split_step(in, out);
     if (link_->device_pointers()) {
       boundary_done_.synchronize();
-      const std::size_t bytes = static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T);
-      DeviceBuffer<T>* fields[3] = {&n_[out], &f_[out], &c_[out]};
-      for (DeviceBuffer<T>* a : fields) {
-        link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr,
-                        above ? plane_of(*a, slab_.own_end - 1) : nullptr,
-                        below ? plane_of(*a, slab_.own_begin - 1) : nullptr,
-                        above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
-      }
+      exchange_device(out);
       return;
     }
     SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, boundary_done_.get(), 0));
@@ -707,16 +703,20 @@ class CudaSolver final : public Solver<T> {
     cudaGetLastError();
     ipc_ = link_->all(ok);
     if (!ipc_) {  // back to the host-staged exchange, on every rank
-      for (auto& dir : peer_)
-        for (auto& state : dir)
-          for (T*& p : state)
-            if (p) cudaIpcCloseMemHandle(p), p = nullptr;
-      for (auto& dir : peer_events_)
-        for (cudaEvent_t& e : dir)
-          if (e) cudaEventDestroy(e), e = nullptr;
-      cudaGetLastError();
+      close_peers();
       release_own_events();
     }
+  }
+  // The neighbours' buffers and events this rank opened.
+  void close_peers() {
+    for (auto& dir : peer_)
+      for (auto& state : dir)
+        for (T*& p : state)
+          if (p) cudaIpcCloseMemHandle(p), p = nullptr;
+    for (auto& dir : peer_events_)
+      for (cudaEvent_t& e : dir)
+        if (e) cudaEventDestroy(e), e = nullptr;
+    cudaGetLastError();
   }
   void release_own_events() {
     for (cudaEvent_t& e : my_events_)
@@ -738,19 +738,8 @@ class CudaSolver final : public Solver<T> {
         SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(nullptr, peer_events_[side(dir)][2 + prev], 0));
       }
     }
-    const bool below = has(-1), above = has(1);
     if (split && !reduce) {
-      if (below) {
-        set_range(slab_.own_begin, slab_.own_begin + 1);
-        step(in, out, false, false);
-      }
-      if (above) {
-        set_range(slab_.own_end - 1, slab_.own_end);
-        step(in, out, false, false);
-      }
-      boundary_done_.record(nullptr);
-      set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
-      step(in, out, false, false);
+      split_step(in, out);
     } else {
       set_range(slab_.own_begin, slab_.own_end);
       step(in, out, reduce, false);

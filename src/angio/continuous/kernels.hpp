@@ -194,13 +194,22 @@ inline Reductions fold_rows(const Grid& g, const SlabSetup& s, const std::vector
   return total;
 }
 
+// The packed planes of a host exchange, kept by the solver (no allocation per step).
 template <class T>
-void exchange_ghosts(const Grid& g, const SlabSetup& s, Fields<T>& u) {
+struct HostHalo {
+  std::vector<T> lo_send, hi_send, lo_recv, hi_recv;
+};
+
+template <class T>
+void exchange_ghosts(const Grid& g, const SlabSetup& s, Fields<T>& u, HostHalo<T>& halo) {
   if (!s.link) return;
   const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
   const bool below = s.slab.ghost_below(), above = s.slab.ghost_above(g.nz);
-  std::vector<T> lo_send(below ? 3 * plane : 0), hi_send(above ? 3 * plane : 0), lo_recv(lo_send.size()),
-      hi_recv(hi_send.size());
+  auto& [lo_send, hi_send, lo_recv, hi_recv] = halo;
+  lo_send.resize(below ? 3 * plane : 0);
+  hi_send.resize(above ? 3 * plane : 0);
+  lo_recv.resize(lo_send.size());
+  hi_recv.resize(hi_send.size());
   std::vector<T>* arrays[3] = {&u.n, &u.f, &u.c};
   for (int a = 0; a < 3; ++a) {
     if (below) std::copy_n(arrays[a]->data() + s.slab.own_begin * plane, plane, lo_send.data() + a * plane);

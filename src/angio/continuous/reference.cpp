@@ -97,7 +97,7 @@ class ReferenceSolver final : public Solver<T> {
           if (last) rows.push_back(row);
         }
       std::swap(u_, next_);
-      exchange_ghosts(g_, s_, u_);
+      exchange_ghosts(g_, s_, u_, halo_);
     }
     return reduce ? fold_rows(g_, s_, rows) : Reductions{};
   }
@@ -117,6 +117,7 @@ class ReferenceSolver final : public Solver<T> {
   TypedModelParams<T> m_;
   StepConstants<T> sc_;
   SlabSetup s_;
+  HostHalo<T> halo_;
   Fields<T> u_, next_;
 };
 

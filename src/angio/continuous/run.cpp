@@ -240,7 +240,10 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   } else {
     initial = initial_fields<T>(g, problem.initial, plan.held_begin, plan.held_end);
   }
-  detail::exchange_ghosts(lg, setup, initial);
+  {
+    detail::HostHalo<T> halo;
+    detail::exchange_ghosts(lg, setup, initial, halo);
+  }
   report.start_step = start;
   {
     // Each rank's worst values over its own planes, then the maxima and the count over the ranks
