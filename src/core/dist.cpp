@@ -105,16 +105,6 @@ void Comm::allreduce_sum([[maybe_unused]] std::span<std::uint64_t> values) const
 #endif
 }
 
-void Comm::allreduce_sum([[maybe_unused]] std::span<double> values) const {
-#ifdef SIMKIT_HAVE_MPI
-  if (!distributed()) return;
-  for (std::size_t at = 0; at < values.size(); at += kPiece / 8) {
-    const int n = static_cast<int>(std::min(kPiece / 8, values.size() - at));
-    check(MPI_Allreduce(MPI_IN_PLACE, values.data() + at, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
-  }
-#endif
-}
-
 std::int64_t Comm::allreduce_max(std::int64_t value) const {
 #ifdef SIMKIT_HAVE_MPI
   if (distributed()) check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -277,11 +267,6 @@ Range share(std::uint64_t n, int ranks, int rank, std::uint64_t align) {
   out.begin = std::min(n, first * align);
   out.end = std::min(n, (first + count) * align);
   return out;
-}
-
-std::string rank_suffix() {
-  const Comm& w = Comm::world();
-  return w.distributed() ? fmt::format(" (rank {} of {})", w.rank(), w.size()) : std::string{};
 }
 
 }  // namespace simkit::dist

@@ -37,7 +37,6 @@ class Comm {
   void barrier() const;
   // In-place sums over the ranks (exact for integers: results independent of the rank count).
   void allreduce_sum(std::span<std::uint64_t> values) const;
-  void allreduce_sum(std::span<double> values) const;  // order of the MPI library: not for bitwise results
   std::int64_t allreduce_max(std::int64_t value) const;
   std::int64_t allreduce_min(std::int64_t value) const;
   // Integer sums onto `root` only (the others' values are left as they were).
@@ -71,7 +70,5 @@ struct Range {
 };
 Range share(std::uint64_t n, int ranks, int rank, std::uint64_t align = 1);
 
-// "" for one rank; " (rank r of K)" otherwise: for messages and summaries.
-std::string rank_suffix();
 
 }  // namespace simkit::dist
