@@ -158,7 +158,8 @@ BENCHMARK(BM_ThreeFieldCopy)
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
 // (cuda: the block's tile is tile by 256 / tile nodes; with kernel 3 the planes in flight), kernel
 // (cuda: 0 marching or naive, 1 two steps per pass, 2 marching without the flux form's z-face
-// carry, 3 staged), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
+// carry, 3 staged, 7 TMA-staged: `tile` = planes ahead + 10 x rows per thread + 100 when slots go
+// back by mbarrier), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -179,10 +180,15 @@ void run_case(benchmark::State& state) {
     detail::cuda::Tuning tuning;
     tuning.chunk = static_cast<int>(state.range(4));
     tuning.naive = state.range(5) != 0;
-    tuning.tile_x = static_cast<int>(state.range(7));
+    tuning.tile_x = state.range(8) == 7 ? 32 : static_cast<int>(state.range(7));
     tuning.pair = state.range(8) == 1;
     if (state.range(8) == 3) tuning.staged = static_cast<int>(state.range(7));
     tuning.carry = state.range(8) != 2;
+    if (state.range(8) == 7) {  // tile = planes ahead + 10 x rows per thread + 100 if slots go back by mbarrier
+      tuning.tma = static_cast<int>(state.range(7) % 10);
+      tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
+      tuning.tma_release = state.range(7) >= 100;
+    }
     tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
   } else {
@@ -224,7 +230,14 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
       b->Args({3, 0, 0, 1, 35, 0, 0, ahead, 3, blocks});  // flux, staged
     }
   }
+  for (int variant : {1, 2, 21, 22, 101, 121}) {
+    b->Args({3, 0, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see `tile` above; 121 default)
+    b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)
+  }
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});   // series every call (10 steps)
+  b->Args({3, 0, 0, 0, 35, 0, 1, 121, 7, 0});  // the same with the TMA default (series steps: marching)
+  b->Args({3, 0, 1, 0, 35, 0, 0, 121, 7, 0});  // 200 x 200 x 70, TMA default
+  b->Args({3, 0, 2, 0, 35, 0, 0, 121, 7, 0});  // 2048 x 2048 (2D), TMA default
   for (int chunk : {8, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 32, 0, 0});  // flux form
   b->Args({3, 0, 0, 1, 35, 0, 0, 32, 2, 0});   // flux form, every z face evaluated twice
   b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0, 0});    // flux form, naive
@@ -243,6 +256,10 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
   for (int chunk : {16, 35, 70}) {
     b->Args({3, 1, 0, 0, chunk, 0, 0, 2, 3, 4});  // staged, 2 planes in flight, 4 blocks a SM (35: default)
     b->Args({3, 1, 0, 1, chunk, 0, 0, 2, 3, 4});  // flux, staged (35: default)
+  }
+  for (int variant : {1, 2, 21, 22, 121}) {
+    b->Args({3, 1, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see cuda_cases; 21 default)
+    b->Args({3, 1, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (2 default)
   }
   b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});    // staged, 1 plane in flight
   b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});    // staged, no register cap

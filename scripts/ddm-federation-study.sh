@@ -8,7 +8,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
-[ -x "$bundle/simkit" ] || tar xzf "$bundle/simkit-bundle.tgz" -C "$bundle"
+[ -x "$bundle/simkit" ] || tar xJf "$bundle/simkit-bundle.txz" -C "$bundle"
 export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-/tmp/ddm-study}"
 mkdir -p "$out"

@@ -2,8 +2,8 @@
 # Builds, on this machine, a small self-contained bundle for the GPU machine (which has no package
 # registry): simkit, the test and benchmark binaries, and the few shared libraries they need,
 # all side by side with RPATH $ORIGIN (CUDA runtime linked statically, fmt header-only, GoogleTest
-# static). Output: .bundle/simkit-bundle.tgz (git-ignored; the binaries are about 70 MB, the carry
-# limit is 64 MiB, so they travel compressed), carried to the GPU machine with the device tool, where
+# static). Output: .bundle/simkit-bundle.txz (git-ignored; the binaries and OpenMPI are about 180 MB,
+# the carry limit is 64 MiB, so they travel xz-compressed: about 31 MB), carried to the GPU machine with the device tool, where
 # scripts/gpu-check.sh unpacks it.
 # Usage: scripts/gpu-bundle.sh [--data DIR]   (DIR: test data to include; default ../shared/data)
 set -euo pipefail
@@ -41,6 +41,6 @@ fi
 git rev-parse --short=10 HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 [ -n "$(git status --porcelain 2>/dev/null)" ] && echo "+dirty" >> "$out/COMMIT"
 rm -rf .bundle && mkdir -p .bundle
-tar czf .bundle/simkit-bundle.tgz -C "$out" .
-du -sh "$out" .bundle/simkit-bundle.tgz
+tar cf - -C "$out" . | xz -T0 -6 > .bundle/simkit-bundle.txz
+du -sh "$out" .bundle/simkit-bundle.txz
 ls "$out"

@@ -8,8 +8,8 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
-if [ ! -x "$bundle/simkit" ] && [ -f "$bundle/simkit-bundle.tgz" ]; then  # scripts/gpu-bundle.sh's archive
-  tar xzf "$bundle/simkit-bundle.tgz" -C "$bundle"
+if [ ! -x "$bundle/simkit" ] && [ -f "$bundle/simkit-bundle.txz" ]; then  # scripts/gpu-bundle.sh's archive
+  tar xJf "$bundle/simkit-bundle.txz" -C "$bundle"
 fi
 [ -x "$bundle/simkit" ] || bundle="$here"   # also works when run from inside the bundle
 # Logs go to a work folder; with $OUT set (the device tool), they come back packed as one file

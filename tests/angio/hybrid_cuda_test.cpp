@@ -48,21 +48,23 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
 
 // D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil
 // kernel between launches); realisations and realisation 0's final c field equal the reference's
-// bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities.
+// bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities; odd
+// widths (the cp.async stencil) and even ones (on Hopper the TMA-staged stencil: one x tile, three).
 TEST(AngioHybridCuda, TafDiffusionEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(7);
-  for (int trial = 0; trial < 4; ++trial) {
+  for (int trial = 0; trial < 8; ++trial) {
     const int nz = trial % 2 == 0 ? 1 : 11;
+    const int nx = trial < 4 ? 41 : (trial < 6 ? 42 : 70);
     HybridProblem p;
-    p.grid = Grid{41, 33, nz, 1.0 / 40};
+    p.grid = Grid{nx, 33, nz, 1.0 / (nx - 1)};
     p.model.taf_diffusion = 0.002;
     p.model.haptotaxis = 0.1;
     p.initial.taf = InitialTaf::Tumour;
     p.dt = 0.9 * p.grid.h * p.grid.h / (2 * p.grid.dims() * p.model.taf_diffusion);
     p.hybrid.t_max = 300 * p.dt;
     p.hybrid.psi = 30 * p.dt;
-    if (trial >= 2) {
+    if (trial % 4 >= 2) {
       randomise_rules(p, gen);
       p.hybrid.uptake = Uptake::Tip;  // the stencil's n from the tips' positions
     }

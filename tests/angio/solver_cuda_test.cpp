@@ -1,7 +1,7 @@
 // angio's cuda kernel variants against the reference (the default kernels through make_solver are
 // in solver_test.cpp's AngioSolverBackend/cuda): random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
-// chunks, tiles, two steps per pass, the staged kernel, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
+// chunks, tiles, two steps per pass, the staged kernel, the TMA-staged kernel, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
 // and --fmad=false, so the fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64: max|diff| <=
 // 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke.
 // Skips, with the reason, when no CUDA device is usable.
@@ -37,7 +37,7 @@ double max_abs(const std::vector<T>& v) {
 
 template <class T>
 void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t seed,
-                            const detail::cuda::Tuning& tuning) {
+                            const detail::cuda::Tuning& tuning, double taf_diffusion = 0) {
   std::mt19937_64 rng(seed);
   Problem p;
   p.grid = g;
@@ -46,6 +46,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
   // A&C's D the expanded form has negative weights there and grows without bound (NaN), which
   // would make the comparison vacuous.
   p.model.diffusion = 0.02;
+  p.model.taf_diffusion = taf_diffusion;
   p.precision = std::is_same_v<T, float> ? Precision::Fp32 : Precision::Fp64;
   const Fields<T> initial = random_fields<T>(g, rng);
   p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
@@ -74,6 +75,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
                                     << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
                                     << (tuning.staged > 0 ? " staged " : "") << tuning.staged
+                                    << " tma " << tuning.tma
                                     << " blocks " << tuning.blocks << " steps "
                                     << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
@@ -121,6 +123,37 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
     tuning.chunk = trial % 2 == 0 ? 0 : 5;
     compare_with_reference<double>(g, form, 101, s, tuning);
     compare_with_reference<float>(g, form, 100, s, tuning);
+    // The TMA-staged kernel (rows that are not a multiple of 16 bytes take the others).
+    tuning.staged = 0;
+    tuning.tma = 1 + trial % 2;
+    tuning.tma_rows = 1 + trial % 3 / 2;
+    tuning.tma_release = trial % 2 == 0;
+    compare_with_reference<double>(g, form, 101, s, tuning);
+    compare_with_reference<float>(g, form, 100, s, tuning);
+  }
+}
+
+// The TMA-staged kernel on widths of whole 16-byte rows: a tile wider than the grid, exactly one
+// tile, a tile and a bit (the box past the grid's end), 3D and 2D, both forms, chunks from one
+// plane to whole columns, 1 or 2 planes ahead, 1 or 2 rows a thread, slots handed back by barrier or
+// by mbarrier, TAF diffusion on.
+TEST(AngioCuda, TmaKernelAgrees) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  const Grid grids[] = {{4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131}};
+  for (const Grid& g : grids) {
+    for (int chunk : {0, 1, 3, 5}) {
+      detail::cuda::Tuning tma;
+      tma.tma = 1 + chunk % 2;
+      tma.tma_rows = chunk < 3 ? 1 : 2;
+      tma.tma_release = chunk % 2 == 1;
+      tma.chunk = chunk;
+      compare_with_reference<float>(g, Form::Expanded, 21, 80 + chunk, tma);
+      compare_with_reference<float>(g, Form::Flux, 20, 81 + chunk, tma, 0.002);
+      compare_with_reference<double>(g, Form::Expanded, 20, 82 + chunk, tma, 0.002);
+      compare_with_reference<double>(g, Form::Flux, 21, 83 + chunk, tma);
+      tma.carry = false;
+      compare_with_reference<float>(g, Form::Flux, 20, 84 + chunk, tma);
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -85,9 +86,13 @@ void expect_same_fields(const FieldsRead& a, const FieldsRead& b, const std::str
 struct Case {
   std::string backend, precision, form;
   int nz;
+  int nx = 14;       // cuda: 16 allows the TMA-staged kernel in fp32 (whole 16-byte rows), 14 not (marching)
+  bool tma = false;  // cuda: SIMKIT_ANGIO_KERNEL=tma (these grids are below its size rule)
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << " " << c.precision << " " << c.form << " nz=" << c.nz; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.backend << " " << c.precision << " " << c.form << " nx=" << c.nx << " nz=" << c.nz << (c.tma ? " tma" : "");
+}
 
 class AngioSlabs : public ::testing::TestWithParam<Case> {};
 
@@ -99,7 +104,13 @@ TEST_P(AngioSlabs, EveryOutputEqualsTheSingleProcessRun) {
     if (!cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
   }
   TempDir tmp;
-  const std::vector<std::string> extra = {"--grid",         "14,12," + std::to_string(c.nz), "--h", "0.05",
+  // Every run of the case (one rank and K) takes the same kernel; the environment reaches the ranks.
+  struct KernelChoice {
+    explicit KernelChoice(bool tma) { tma ? setenv("SIMKIT_ANGIO_KERNEL", "tma", 1) : unsetenv("SIMKIT_ANGIO_KERNEL"); }
+    ~KernelChoice() { unsetenv("SIMKIT_ANGIO_KERNEL"); }
+  } choice(c.tma);
+  const std::string grid = std::to_string(c.nx) + ",12," + std::to_string(c.nz);
+  const std::vector<std::string> extra = {"--grid",         grid, "--h", "0.05",
                                           "--steps",        "24", "--series-every", "4", "--output-every", "12",
                                           "--precision",    c.precision, "--form", c.form};
   const CommandResult one = run_simkit(run_args(tmp / "one", c.backend, extra));
@@ -111,7 +122,7 @@ TEST_P(AngioSlabs, EveryOutputEqualsTheSingleProcessRun) {
     EXPECT_TRUE(has(k.out, std::to_string(ranks) + " ranks (z-slabs)")) << k.out;
     EXPECT_EQ(slurp(out / "series.csv"), slurp(tmp / "one" / "series.csv")) << ranks << " ranks: series.csv";
     for (const char* step : {"000000", "000012", "000024"}) {
-      expect_same_fields(read_pieces(out / "snapshots" / (std::string("angio_") + step + ".pvti"), 14, 12, c.nz),
+      expect_same_fields(read_pieces(out / "snapshots" / (std::string("angio_") + step + ".pvti"), c.nx, 12, c.nz),
                          read_image(tmp / "one" / "snapshots" / (std::string("angio_") + step + ".vti")),
                          std::to_string(ranks) + " ranks, step " + step);
     }
@@ -125,10 +136,13 @@ TEST_P(AngioSlabs, EveryOutputEqualsTheSingleProcessRun) {
 
 std::vector<Case> cases() {
   return {{"cpu", "fp32", "expanded", 13},  {"cpu", "fp64", "flux", 9},      {"reference", "fp64", "expanded", 7},
-          {"reference", "fp32", "flux", 8}, {"cuda", "fp32", "expanded", 110}, {"cuda", "fp64", "flux", 110}};
+          {"reference", "fp32", "flux", 8}, {"cuda", "fp32", "expanded", 110}, {"cuda", "fp64", "flux", 110},
+          {"cuda", "fp32", "expanded", 110, 16, true}, {"cuda", "fp32", "flux", 110, 16, true},
+          {"cuda", "fp64", "flux", 110, 14, true}, {"cuda", "fp64", "expanded", 110, 13, true}};
 }
 INSTANTIATE_TEST_SUITE_P(, AngioSlabs, ::testing::ValuesIn(cases()), [](const ::testing::TestParamInfo<Case>& p) {
-  return p.param.backend + "_" + p.param.precision + "_" + p.param.form;
+  return p.param.backend + "_" + p.param.precision + "_" + p.param.form + "_nx" + std::to_string(p.param.nx) +
+         (p.param.tma ? "_tma" : "");
 });
 
 TEST(AngioSlabsRestart, FromTheRanksCheckpointsEqualsTheUninterruptedRun) {

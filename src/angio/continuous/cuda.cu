@@ -8,13 +8,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "angio/continuous/cuda_tuning.hpp"
 #include "angio/continuous/kernels.hpp"
 #include "angio/stage.cuh"
 #include "core/cuda_check.cuh"
+#include "core/tma.cuh"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
 
@@ -23,6 +26,12 @@ namespace {
 
 using ::simkit::cuda::DeviceBuffer;
 using ::simkit::cuda::DeviceGuard;
+using ::simkit::cuda::mbar_arrive;
+using ::simkit::cuda::mbar_expect_tx;
+using ::simkit::cuda::mbar_fence_init;
+using ::simkit::cuda::mbar_init;
+using ::simkit::cuda::mbar_wait;
+using ::simkit::cuda::tma_load_3d;
 
 constexpr int kThreads = 256;
 // Blocks per SM the register budget must allow: the fp32 step kernels without the reduction fit
@@ -180,6 +189,128 @@ __global__ void __launch_bounds__(kThreads, kMin)
     const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     block_reduce(part, partials + block);
   }
+}
+
+// The box: the tile's rows widened by 16 bytes on both sides (a copy's first element must sit on a
+// 16-byte boundary, so the ring's left column comes with three more in fp32, one more in fp64),
+// and one row above and below the tile's 8 kRows rows.
+template <class T, int kRows>
+struct TmaBox {
+  static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kX = 32 + 2 * kPad;
+  static constexpr int kY = 8 * kRows + 2;
+  static constexpr int kBytes = kX * kY * static_cast<int>(sizeof(T));
+  static constexpr int kStride = 128 * ((kBytes + 127) / 128);  // bytes between fields in a slot
+  static constexpr int kSlotBytes = 3 * kStride;
+  static constexpr int smem(int slots) { return slots * kSlotBytes + 2 * slots * 8; }
+};
+
+// kRows: rows of the tile per thread (the tile is 32 x 8 kRows). kRelease: a slot is handed back
+// by each warp's arrival on its "empty" mbarrier, and thread 0 waits for the eight arrivals before
+// refilling it (warps may drift up to kSlots - 3 planes apart); otherwise one block barrier per plane.
+template <class T, int kDims, bool kFlux, int kSlots, int kRows, bool kRelease, int kMin>
+__global__ void __launch_bounds__(kThreads, kMin)
+    tma_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
+               T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // never launched below sm_90 (make_tma_maps)
+#else
+  using Box = TmaBox<T, kRows>;
+  extern __shared__ __align__(128) unsigned char tma_smem[];
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kSlots * Box::kSlotBytes);
+  std::uint64_t* empty = full + kSlots;
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  const int i0 = blockIdx.x * 32, j0 = blockIdx.y * 8 * kRows;
+  const int i = i0 + tx;
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
+  const int count = l1 - l0 + 2;  // planes l0 - 1 ... l1, mirrored at the grid's ends
+  const int plane = static_cast<int>(g.plane);
+  // This thread's nodes' cells in a field of a slot and their in-plane neighbours (mirrored at the faces).
+  int own[kRows], at[kRows][5], j[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    j[r] = j0 + ty + 8 * r;
+    own[r] = (ty + 8 * r + 1) * Box::kX + tx + Box::kPad;
+    at[r][0] = own[r];
+    at[r][1] = own[r] + (upper_neighbour(i, g.nx) - i);
+    at[r][2] = own[r] + (lower_neighbour(i, g.nx) - i);
+    at[r][3] = own[r] + (upper_neighbour(j[r], g.ny) - j[r]) * Box::kX;
+    at[r][4] = own[r] + (lower_neighbour(j[r], g.ny) - j[r]) * Box::kX;
+  }
+  auto slot = [&](int k) { return reinterpret_cast<const T*>(tma_smem + (k % kSlots) * Box::kSlotBytes); };
+  auto issue = [&](int k) {  // thread 0: plane k of the sequence into its slot
+    if (k < count) {
+      unsigned char* dst = tma_smem + (k % kSlots) * Box::kSlotBytes;
+      std::uint64_t* bar = full + k % kSlots;
+      const int z = StageTile::mirrored(l0 - 1 + k, g.nz);
+      mbar_expect_tx(bar, 3 * Box::kBytes);
+      for (int a = 0; a < 3; ++a) tma_load_3d(dst + a * Box::kStride, maps + a, i0 - Box::kPad, j0 - 1, z, bar);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kSlots; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, kThreads / 32);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kSlots; ++k) issue(k);
+  mbar_wait(full + 0, 0);
+  FaceCarry<T> z_face[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) z_face[r] = FaceCarry<T>{T(0), false};
+  for (int l = l0; l < l1; ++l) {
+    const int k = l - l0 + 1;  // plane l's place in the sequence
+    if (k >= 2) {
+      // Plane k - 2's slot takes plane k - 2 + kSlots once every warp is done with it.
+      if (kRelease) {
+        if (threadIdx.x == 0 && k - 2 + kSlots < count) {
+          mbar_wait(empty + (k - 2) % kSlots, ((k - 2) / kSlots) & 1);
+          issue(k - 2 + kSlots);
+        }
+      } else {
+        __syncthreads();
+        if (threadIdx.x == 0) issue(k - 2 + kSlots);
+      }
+    }
+    if (k == 1) mbar_wait(full + 1 % kSlots, (1 / kSlots) & 1);
+    mbar_wait(full + (k + 1) % kSlots, ((k + 1) / kSlots) & 1);
+    const T* mid = slot(k);
+    const T* hi = slot(k + 1);
+    const T* lo = slot(k - 1);
+    constexpr int kF = Box::kStride / static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (!g.carry) z_face[r].known = false;
+      Stencil<T> s;
+      T nn[7];
+#pragma unroll
+      for (int d = 0; d < 5; ++d) {
+        nn[d] = mid[at[r][d]];
+        s.f[d] = mid[kF + at[r][d]];
+        s.c[d] = mid[2 * kF + at[r][d]];
+      }
+      const int o = own[r];
+      nn[5] = hi[o], s.f[5] = hi[kF + o], s.c[5] = hi[2 * kF + o];
+      nn[6] = lo[o], s.f[6] = lo[kF + o], s.c[6] = lo[2 * kF + o];
+      T n_new, f_new, c_new;
+      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new,
+                                      kFlux && kDims == 3 ? &z_face[r] : nullptr);
+      if (i < g.nx && j[r] < g.ny) {
+        const int here = l * plane + j[r] * g.nx + i;
+        n_out[here] = n_new;
+        f_out[here] = f_new;
+        c_out[here] = c_new;
+      }
+    }
+    if (kRelease) {  // this warp is done with plane k - 1 (the last plane to read it)
+      __syncwarp();
+      if (tx == 0) mbar_arrive(empty + (k - 1) % kSlots);
+    }
+  }
+#endif
 }
 
 // Two steps per pass over memory (temporal blocking, docs/performance.md): a block owns a 32 x 8
@@ -464,6 +595,7 @@ class CudaSolver final : public Solver<T> {
       for (auto* b : {&send_lo_, &send_hi_, &recv_lo_, &recv_hi_}) b->resize(3 * plane);
     }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    if (tuning_.tma > 0 && !tuning_.naive) tma_ = make_tma_maps();
     if (link_ && !link_->device_pointers()) open_peers();
   }
 
@@ -814,10 +946,15 @@ class CudaSolver final : public Solver<T> {
     }
     reduced_blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
     reduced_plane_blocks_ = static_cast<int>(grid_.x * grid_.y);
+    if (tma_ && !reduce) {
+      if (tuning_.tma == 1) return launch_tma_slots<kDims, kFlux, 4>(in, out);
+      return launch_tma_slots<kDims, kFlux, 5>(in, out);
+    }
     if (tuning_.staged > 0 && !tuning_.naive) {
       launch_staged<kDims, kFlux>(in, out, reduce);
       return;
     }
+
     if (tuning_.naive) {
       const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(dims_.lend - dims_.lbase));
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
@@ -833,6 +970,53 @@ class CudaSolver final : public Solver<T> {
     } else {
       run_step(march_kernel<T, kDims, kFlux, false>, grid_, in, out, nullptr);
     }
+  }
+
+  template <int kDims, bool kFlux, int kSlots, int kRows, bool kRelease, int kMin>
+  void launch_tma_at(int in, int out) {
+    auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kRows, kRelease, kMin>;
+    const int smem = TmaBox<T, kRows>::smem(kSlots);
+    if (!tma_configured_) {  // a solver launches one instance, on its device: the shared memory it may take
+      SIMKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      tma_configured_ = true;
+    }
+    const dim3 grid((g_.nx + 31) / 32, (g_.ny + 8 * kRows - 1) / (8 * kRows), grid_.z);
+    kernel<<<grid, kThreads, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
+                                     c_[out].data());
+    reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
+    reduced_plane_blocks_ = static_cast<int>(grid.x * grid.y);
+  }
+  // Tuning::tma planes ahead (1, 2), tma_rows (1, 2) and tma_release.
+  template <int kDims, bool kFlux, int kSlots>
+  void launch_tma_slots(int in, int out) {
+    if (tuning_.tma_rows == 2) {
+      return tuning_.tma_release ? launch_tma_at<kDims, kFlux, kSlots, 2, true, 1>(in, out)
+                                 : launch_tma_at<kDims, kFlux, kSlots, 2, false, 1>(in, out);
+    }
+    return tuning_.tma_release ? launch_tma_at<kDims, kFlux, kSlots, 1, true, 1>(in, out)
+                               : launch_tma_at<kDims, kFlux, kSlots, 1, false, 1>(in, out);
+  }
+
+  // The tensor maps of both states' fields for the tma kernel (one plane of a 32 x 8 tile and its
+  // ring per copy). False where the kernel cannot run: rows not a multiple of 16 bytes, no driver
+  // entry point, or an encoding the driver refuses; the other kernels then run.
+  bool make_tma_maps() {
+    if (!::simkit::cuda::tma_supported(device_)) return false;
+    const std::uint64_t dims[3] = {static_cast<std::uint64_t>(g_.nx), static_cast<std::uint64_t>(g_.ny),
+                                   static_cast<std::uint64_t>(g_.nz)};
+    const std::uint64_t row = static_cast<std::uint64_t>(g_.nx) * sizeof(T), plane = row * g_.ny;
+    const std::uint32_t box[3] = {TmaBox<T, 1>::kX, static_cast<std::uint32_t>(tuning_.tma_rows == 2 ? 18 : 10), 1};
+    // In device memory (64-byte aligned, as the copies require): [state][n, f, c].
+    std::vector<CUtensorMap> maps(6);
+    for (int st = 0; st < 2; ++st) {
+      const T* data[3] = {n_[st].data(), f_[st].data(), c_[st].data()};
+      for (int a = 0; a < 3; ++a)
+        if (!::simkit::cuda::encode_tensor_map_3d(&maps[3 * st + a], data[a], dims, row, plane, box)) return false;
+    }
+    maps_.resize(maps.size());
+    maps_.upload(maps);
+    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    return true;
   }
 
   template <int kDims, bool kFlux, int kAhead, int kMin>
@@ -927,6 +1111,9 @@ class CudaSolver final : public Solver<T> {
   // Same-node peers (CUDA IPC): the neighbours' fields [below, above][state][n, f, c], their events
   // [side][done 0/1, copy 0/1] and planes held, this rank's events (done 0/1, copy 0/1), the steps
   // taken (the same on every rank) and the last step whose notices were consumed.
+  bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
+  bool tma_configured_ = false;  // its shared memory allowance is set
+  DeviceBuffer<CUtensorMap> maps_;
   bool ipc_ = false;
   T* peer_[2][2][3] = {};
   cudaEvent_t peer_events_[2][4] = {};
@@ -954,12 +1141,35 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
                                 const SlabSetup& slab) {
-  // Measured on an H200 (docs/performance.md): fp32 takes the marching kernel with 35-plane chunks
-  // (kSlabAlignment) and registers for 5 blocks a SM (its own bound); fp64 the staged kernel, two
-  // planes' copies in flight, registers for 4 blocks a SM (both forms).
+  // Measured on an H200 (docs/performance.md), 35-plane chunks (kSlabAlignment): the TMA-staged
+  // kernel on Hopper when rows are whole 16-byte multiples, on 32 x 16 tiles one plane ahead in the
+  // expanded form (slots handed back by mbarrier in fp32) and two in fp32 flux, on 32 x 8 tiles two
+  // planes ahead in fp64 flux. Otherwise, and on the series steps (fused reductions): fp32 the
+  // marching kernel (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in
+  // flight, registers for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
-  if (std::is_same_v<T, double>) {
+  const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
+  tuning.tma = flux ? 2 : 1;
+  tuning.tma_rows = fp32 || !flux ? 2 : 1;
+  tuning.tma_release = fp32 && !flux;
+  // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives
+  // fewer than four 32 x 16 tile chunks an SM: on 200 x 200 x 70 and 2048 x 2048 x 1 the marching
+  // kernel measured faster (docs/performance.md).
+  int sms = 0;
+  SIMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options.device));
+  const long long planes = slab.slab.own_end - slab.slab.own_begin;
+  const long long chunks = (static_cast<long long>(problem.grid.nx) + 31) / 32 * ((problem.grid.ny + 15) / 16) *
+                           ((planes + kSlabAlignment - 1) / kSlabAlignment);
+  if (problem.grid.nz == 1 || chunks < 4LL * sms) tuning.tma = 0;
+  // A diagnostic override (tests, benchmarks): SIMKIT_ANGIO_KERNEL=tma takes the TMA-staged kernel
+  // wherever it can run, =classic never; other values are ignored. Every kernel gives the same bits.
+  if (const char* kernel = std::getenv("SIMKIT_ANGIO_KERNEL")) {
+    const std::string k(kernel);
+    if (k == "tma") tuning.tma = flux ? 2 : 1;
+    if (k == "classic") tuning.tma = 0;
+  }
+  if (!fp32) {
     tuning.staged = 2;
     tuning.blocks = 4;
   }

@@ -15,6 +15,9 @@ struct Tuning {
   int blocks = 0;      // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 3, 4 or 6
                        // marching; 3 pairs; 4 or 6 staged)
   int staged = 0;      // > 0: the staged kernel with this many planes' copies in flight (1, 2; fp32 also 3, 4)
+  int tma = 0;         // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
+  int tma_rows = 1;    // the TMA kernel's rows per thread (1, 2: tiles of 32 x 8 or 32 x 16)
+  bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
   bool carry = true;   // marching flux form: each column's z face computed once, carried up (the same bits)
 };
 

@@ -23,6 +23,7 @@
 #include "angio/hybrid/cuda.hpp"
 #include "angio/hybrid/model.hpp"
 #include "angio/stage.cuh"
+#include "core/tma.cuh"
 #include "core/cuda_check.cuh"
 #include "simkit/core/error.hpp"
 #include "core/rng.hpp"
@@ -528,6 +529,77 @@ __global__ void __launch_bounds__(detail::StageTile::kThreads) diffuse_kernel(Pa
   }
 }
 
+// The same step on Hopper when rows are whole 16-byte multiples (an even nx): each plane of c on
+// the tile, its ring and the 16-byte widening of its rows comes into shared memory as one bulk
+// tensor copy (core/tma.cuh) completing on an mbarrier, two planes ahead, instead of a copy
+// instruction per value and thread; cells past the grid are zero-filled and never read (the mirror
+// at the faces is an offset). `map` views every realisation's two c fields as one tensor of
+// nx x ny x (2 count nz) planes. One block barrier per plane before a slot is refilled.
+constexpr int kTmaPad = 2, kTmaX = detail::StageTile::kX + 2 * kTmaPad, kTmaY = detail::StageTile::kY + 2;
+constexpr int kTmaBytes = kTmaX * kTmaY * 8, kTmaSlotBytes = 128 * ((kTmaBytes + 127) / 128), kTmaSlots = 5;
+constexpr int kTmaSmem = kTmaSlots * kTmaSlotBytes + kTmaSlots * 8;
+__global__ void __launch_bounds__(detail::StageTile::kThreads)
+    diffuse_tma_kernel(Params p, Work w, int tiles_x, const CUtensorMap* __restrict__ map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // never launched below sm_90
+#else
+  using Tile = detail::StageTile;
+  extern __shared__ __align__(128) unsigned char tma_smem[];
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kTmaSlots * kTmaSlotBytes);
+  const int warp = static_cast<int>(blockIdx.z);
+  const State& st = w.state[warp];
+  if (!st.stepped) return;  // the whole block
+  const int tx = static_cast<int>(threadIdx.x % Tile::kX), ty = static_cast<int>(threadIdx.x / Tile::kX);
+  const int i0 = static_cast<int>(blockIdx.x % tiles_x) * Tile::kX, j0 = static_cast<int>(blockIdx.x / tiles_x) * Tile::kY;
+  const int i = i0 + tx, j = j0 + ty;
+  const bool mine = i < p.nx && j < p.ny;
+  const int nz = p.nz, plane = p.nx * p.ny, col = j * p.nx + i;
+  const long long base = static_cast<long long>(warp) * p.nodes;
+  double* __restrict c_next = w.c + 2 * base + (st.step & 1) * p.nodes;
+  const int z0 = (2 * warp + static_cast<int>((st.step - 1) & 1)) * nz;  // c_now's first plane in the tensor
+  const int* __restrict since = w.since + base;
+  const unsigned char* __restrict present = p.rule.uptake == Uptake::Tip ? w.present + base : nullptr;
+  const bool three_d = nz > 1;
+  const int own = (ty + 1) * kTmaX + tx + kTmaPad;
+  const int ip = own + (upper_neighbour(i, p.nx) - i), im = own + (lower_neighbour(i, p.nx) - i);
+  const int jp = own + (upper_neighbour(j, p.ny) - j) * kTmaX, jm = own + (lower_neighbour(j, p.ny) - j) * kTmaX;
+  const int count = nz + 2;  // planes -1, 0, ..., nz (mirrored)
+  auto slot = [&](int k) { return reinterpret_cast<const double*>(tma_smem + (k % kTmaSlots) * kTmaSlotBytes); };
+  auto issue = [&](int k) {  // thread 0
+    if (k < count) {
+      std::uint64_t* bar = full + k % kTmaSlots;
+      cuda::mbar_expect_tx(bar, kTmaBytes);
+      cuda::tma_load_3d(tma_smem + (k % kTmaSlots) * kTmaSlotBytes, map, i0 - kTmaPad, j0 - 1,
+                        z0 + Tile::mirrored(k - 1, nz), bar);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kTmaSlots; ++s) cuda::mbar_init(full + s, 1);
+    cuda::mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kTmaSlots; ++k) issue(k);
+  cuda::mbar_wait(full, 0);
+  for (int l = 0; l < nz; ++l) {
+    const int k = l + 1;
+    if (k >= 2) {
+      __syncthreads();  // every thread is done with plane k - 2
+      if (threadIdx.x == 0) issue(k - 2 + kTmaSlots);
+    }
+    if (k == 1) cuda::mbar_wait(full + 1, 0);
+    cuda::mbar_wait(full + (k + 1) % kTmaSlots, ((k + 1) / kTmaSlots) & 1);
+    if (mine) {
+      const double* mid = slot(k);
+      const int here = l * plane + col;
+      const bool takes_up = present ? present[here] != 0 : (i == 0 || since[here] != 0);
+      c_next[here] = diffused_c_from(p.model, p.dt, p.h, three_d, mid[own], mid[ip], mid[im], mid[jp], mid[jm],
+                                     slot(k + 1)[own], slot(k - 1)[own], takes_up);
+    }
+  }
+#endif
+}
+
 // Device memory of one batch of realisations.
 struct Capacity {
   long long segments, tips;
@@ -704,6 +776,17 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
   batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
+  // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
+  cuda::DeviceBuffer<CUtensorMap> c_map;
+  if (fields && p.nx % 2 == 0 && cuda::tma_supported(device)) {
+    CUtensorMap map;
+    const std::uint64_t dims[3] = {static_cast<std::uint64_t>(p.nx), static_cast<std::uint64_t>(p.ny),
+                                   2 * static_cast<std::uint64_t>(batch_size) * static_cast<std::uint64_t>(p.nz)};
+    const std::uint32_t box[3] = {kTmaX, kTmaY, 1};
+    if (cuda::encode_tensor_map_3d(&map, batch.c.data(), dims, static_cast<std::uint64_t>(p.nx) * 8,
+                                   static_cast<std::uint64_t>(p.nx) * p.ny * 8, box))
+      c_map.upload(&map, 1);
+  }
   local.allocate += since(allocate_start);
   p.log_capacity = segments;
   p.tip_capacity = static_cast<int>(tips);
@@ -739,7 +822,11 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       for (long long s = 0; s < p.last_step; ++s) {
         advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 1);
         SIMKIT_CUDA_CHECK_LAUNCH();
-        diffuse_kernel<<<grid, detail::StageTile::kThreads>>>(p, batch.work(), tiles_x);
+        if (c_map.size() > 0) {
+          diffuse_tma_kernel<<<grid, detail::StageTile::kThreads, kTmaSmem>>>(p, batch.work(), tiles_x, c_map.data());
+        } else {
+          diffuse_kernel<<<grid, detail::StageTile::kThreads>>>(p, batch.work(), tiles_x);
+        }
         SIMKIT_CUDA_CHECK_LAUNCH();
         if (s % 16 == 15) {
           batch.state.download(state.data(), n);
