@@ -26,12 +26,14 @@ namespace {
 
 using ::simkit::cuda::DeviceBuffer;
 using ::simkit::cuda::DeviceGuard;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // core/tma.cuh's device side
 using ::simkit::cuda::mbar_arrive;
 using ::simkit::cuda::mbar_expect_tx;
 using ::simkit::cuda::mbar_fence_init;
 using ::simkit::cuda::mbar_init;
 using ::simkit::cuda::mbar_wait;
 using ::simkit::cuda::tma_load_3d;
+#endif
 
 constexpr int kThreads = 256;
 // Blocks per SM the register budget must allow: the fp32 step kernels without the reduction fit

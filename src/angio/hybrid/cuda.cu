@@ -778,7 +778,9 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
   // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
   cuda::DeviceBuffer<CUtensorMap> c_map;
-  if (fields && p.nx % 2 == 0 && cuda::tma_supported(device)) {
+  // (The tensor's plane coordinates are 32-bit: every realisation's two fields must fit.)
+  if (fields && p.nx % 2 == 0 && 2LL * batch_size * p.nz <= std::numeric_limits<int>::max() &&
+      cuda::tma_supported(device)) {
     CUtensorMap map;
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(p.nx), static_cast<std::uint64_t>(p.ny),
                                    2 * static_cast<std::uint64_t>(batch_size) * static_cast<std::uint64_t>(p.nz)};
