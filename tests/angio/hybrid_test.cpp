@@ -13,6 +13,7 @@
 
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/angio/hybrid_io.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "angio/hybrid/model.hpp"
 #include "core/rng.hpp"
 #include "hybrid_choices.hpp"
@@ -414,6 +415,37 @@ TEST(HybridStep, AutomaticGivenAndRefused) {
   }
   choose_hybrid_step(p, 0.01, false);
   EXPECT_EQ(p.dt, 0.01);
+}
+
+// The vessel length counts each undirected lattice edge once (the rebuild every backend shares):
+// against a brute-force set of the edges born up to each step, on random logs of a tiny grid,
+// so that edges repeat often, in both directions and across steps.
+TEST(AngioHybrid, VesselLengthCountsEachEdgeOnce) {
+  HybridProblem p;
+  p.grid = Grid{7, 6, 5, 0.1};
+  p.dt = 0.01;
+  std::mt19937_64 rng(simkit::test::test_seed(3));
+  const std::int64_t steps = 50;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = static_cast<int>(rng() % 400);
+    std::vector<Segment> log;
+    for (int e = 0; e < n; ++e) {
+      const auto from = static_cast<std::int64_t>(rng() % p.grid.nodes());
+      const auto to = static_cast<std::int64_t>(rng() % p.grid.nodes());
+      log.emplace_back(from, to, static_cast<int>(e * steps / std::max(n, 1)), 1, e % 5, SegmentKind::Move);
+    }
+    const std::vector<Segment> copy = log;
+    const Realisation r = detail::realisation_from_log(p, 1, steps, 0, 0, std::move(log), {});
+    ASSERT_EQ(r.metrics.size(), static_cast<std::size_t>(steps + 1));
+    std::set<std::pair<std::int64_t, std::int64_t>> edges;
+    std::size_t e = 0;
+    for (std::int64_t s = 0; s <= steps; ++s) {
+      for (; e < copy.size() && copy[e].birth_step <= s; ++e)
+        edges.insert({std::min(copy[e].from, copy[e].to), std::max(copy[e].from, copy[e].to)});
+      ASSERT_EQ(r.metrics[static_cast<std::size_t>(s)].length, static_cast<double>(edges.size()) * p.grid.h)
+          << "trial " << trial << " step " << s;
+    }
+  }
 }
 
 }  // namespace
