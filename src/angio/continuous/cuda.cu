@@ -956,7 +956,6 @@ class CudaSolver final : public Solver<T> {
       launch_staged<kDims, kFlux>(in, out, reduce);
       return;
     }
-
     if (tuning_.naive) {
       const dim3 grid(grid_.x, grid_.y, static_cast<unsigned>(dims_.lend - dims_.lbase));
       naive_kernel<T, kDims, kFlux><<<grid, kThreads>>>(dims_, m_, sc_, n_[in].data(), f_[in].data(), c_[in].data(),
@@ -984,9 +983,7 @@ class CudaSolver final : public Solver<T> {
     }
     const dim3 grid((g_.nx + 31) / 32, (g_.ny + 8 * kRows - 1) / (8 * kRows), grid_.z);
     kernel<<<grid, kThreads, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
-                                     c_[out].data());
-    reduced_blocks_ = static_cast<int>(grid.x * grid.y * grid.z);
-    reduced_plane_blocks_ = static_cast<int>(grid.x * grid.y);
+                                     c_[out].data());  // never a series step: no partials
   }
   // Tuning::tma planes ahead (1, 2), tma_rows (1, 2) and tma_release.
   template <int kDims, bool kFlux, int kSlots>
@@ -1007,7 +1004,8 @@ class CudaSolver final : public Solver<T> {
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(g_.nx), static_cast<std::uint64_t>(g_.ny),
                                    static_cast<std::uint64_t>(g_.nz)};
     const std::uint64_t row = static_cast<std::uint64_t>(g_.nx) * sizeof(T), plane = row * g_.ny;
-    const std::uint32_t box[3] = {TmaBox<T, 1>::kX, static_cast<std::uint32_t>(tuning_.tma_rows == 2 ? 18 : 10), 1};
+    const int rows = tuning_.tma_rows == 2 ? TmaBox<T, 2>::kY : TmaBox<T, 1>::kY;
+    const std::uint32_t box[3] = {TmaBox<T, 1>::kX, static_cast<std::uint32_t>(rows), 1};
     // In device memory (64-byte aligned, as the copies require): [state][n, f, c].
     std::vector<CUtensorMap> maps(6);
     for (int st = 0; st < 2; ++st) {

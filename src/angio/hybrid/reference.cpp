@@ -357,29 +357,21 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
   r.segments = std::move(log);
   r.active_tip_nodes = std::move(active_tip_nodes);
   // Vessel length counts each lattice edge once: a pass or an anastomosis may retrace one. A
-  // segment repeats an edge when an earlier segment joined the same two nodes (sorted by edge,
-  // then by order, every segment of a run but the first repeats).
-  // One pass over an open-addressing set of the edges seen so far (a segment repeats an edge when
-  // its key is already there); it replaced a sort of (edge, order) pairs, a third of the rebuild.
+  // segment adds an edge unless an earlier segment joined the same two nodes: the segments are met
+  // in order below, each edge's key looked up in (and added to) an open-addressing set.
   const auto nodes = static_cast<std::uint64_t>(g.nodes());
-  std::vector<bool> repeat(r.segments.size(), false);
-  {
-    std::size_t slots = 16;
-    while (slots < 2 * r.segments.size()) slots *= 2;
-    std::vector<std::uint64_t> seen(slots, 0);  // edge key + 1; 0: empty
-    for (std::size_t k = 0; k < r.segments.size(); ++k) {
-      const Segment& seg = r.segments[k];
-      const std::uint64_t key = static_cast<std::uint64_t>(std::min(seg.from, seg.to)) * nodes +
-                                static_cast<std::uint64_t>(std::max(seg.from, seg.to)) + 1;
-      std::size_t at = static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 20) & (slots - 1);
-      while (seen[at] != 0 && seen[at] != key) at = (at + 1) & (slots - 1);
-      if (seen[at] == key) {
-        repeat[k] = true;
-      } else {
-        seen[at] = key;
-      }
-    }
-  }
+  std::size_t slots = 16;
+  while (slots < 2 * r.segments.size()) slots *= 2;
+  std::vector<std::uint64_t> seen(slots, 0);  // edge key + 1; 0: empty
+  auto new_edge = [&](const Segment& seg) {
+    const std::uint64_t key = static_cast<std::uint64_t>(std::min(seg.from, seg.to)) * nodes +
+                              static_cast<std::uint64_t>(std::max(seg.from, seg.to)) + 1;
+    std::size_t at = static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 20) & (slots - 1);
+    while (seen[at] != 0 && seen[at] != key) at = (at + 1) & (slots - 1);
+    if (seen[at] == key) return false;
+    seen[at] = key;
+    return true;
+  };
   std::int64_t edges = 0;
   // Metrics after every step: row s counts the segments born in steps up to s (birth step <= s).
   // Sized once: growing a row at a time reallocated and copied the table about a dozen times
@@ -420,7 +412,7 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
           occupies = false;
           break;
       }
-      edges += repeat[e] ? 0 : 1;
+      edges += new_edge(seg) ? 1 : 0;
       if (occupies) {
         r.occupied.push_back(seg.to);
         int i, j, l;
