@@ -16,10 +16,10 @@
 #include <tuple>
 #include <vector>
 
-#include "simkit/angio/angio.hpp"
 #include "angio/continuous/cuda_tuning.hpp"
-#include "simkit/angio/hybrid.hpp"
 #include "angio/hybrid/detail.hpp"
+#include "simkit/angio/angio.hpp"
+#include "simkit/angio/hybrid.hpp"
 #ifdef SIMKIT_HAVE_CUDA
 #include "angio/hybrid/cuda.hpp"
 #endif
@@ -56,7 +56,7 @@ const Fields<T>& initial(int which) {
 }
 
 [[maybe_unused]] double copy_bandwidth_gbs = 0;  // measured once (CUDA builds), read + write bytes/s / 1e9
-double host_copy_gbs = 0;                         // the host's, measured once: read + write bytes/s / 1e9
+double host_copy_gbs = 0;                        // the host's, measured once: read + write bytes/s / 1e9
 
 // The host's memory bandwidth: every OpenMP thread copies its share of a 1 GiB buffer (memcpy, first
 // touched by the same thread), best of 10; bytes read plus bytes written, as for the device.
@@ -159,7 +159,8 @@ BENCHMARK(BM_ThreeFieldCopy)
 // (cuda: the block's tile is tile by 256 / tile nodes; with kernel 3 the planes in flight), kernel
 // (cuda: 0 marching or naive, 1 two steps per pass, 2 marching without the flux form's z-face
 // carry, 3 staged, 7 TMA-staged: `tile` = planes ahead + 10 x rows per thread + 100 when slots go
-// back by mbarrier), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
+// back by mbarrier + 1000 for 64-wide tiles (rows 4: 64 x 16 in blocks of 16 warps)), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's
+// own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -184,10 +185,11 @@ void run_case(benchmark::State& state) {
     tuning.pair = state.range(8) == 1;
     if (state.range(8) == 3) tuning.staged = static_cast<int>(state.range(7));
     tuning.carry = state.range(8) != 2;
-    if (state.range(8) == 7) {  // tile = planes ahead + 10 x rows per thread + 100 if slots go back by mbarrier
+    if (state.range(8) == 7) {  // tile: see above
       tuning.tma = static_cast<int>(state.range(7) % 10);
       tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
-      tuning.tma_release = state.range(7) >= 100;
+      tuning.tma_release = state.range(7) / 100 % 10 == 1;
+      tuning.tma_wide = state.range(7) >= 1000;
     }
     tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
@@ -208,8 +210,8 @@ void run_case(benchmark::State& state) {
   // for the host backends (effective bytes per second over copy bytes per second).
   const double copy = backend == Backend::Cuda ? copy_bandwidth_gbs : host_copy_gbs;
   if (copy > 0) {
-    state.counters["of_copy"] = benchmark::Counter(
-        total_steps * nodes * bytes_per_node_step(p.precision) / 1e9 / copy, benchmark::Counter::kIsRate);
+    state.counters["of_copy"] = benchmark::Counter(total_steps * nodes * bytes_per_node_step(p.precision) / 1e9 / copy,
+                                                   benchmark::Counter::kIsRate);
   }
   state.SetLabel(solver->device());
 }
@@ -221,16 +223,16 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "kernel", "blocks"});
   for (int blocks : {0, 4})
     for (int chunk : {8, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 32, 0, blocks});  // marching (0: 5 blocks a SM)
-  b->Args({3, 0, 0, 0, 35, 0, 0, 64, 0, 0});   // marching, 64 x 4 tiles
-  b->Args({3, 0, 0, 0, 35, 0, 0, 32, 1, 0});   // two steps per pass
-  b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0, 0});    // naive kernel
+  b->Args({3, 0, 0, 0, 35, 0, 0, 64, 0, 0});                                      // marching, 64 x 4 tiles
+  b->Args({3, 0, 0, 0, 35, 0, 0, 32, 1, 0});                                      // two steps per pass
+  b->Args({3, 0, 0, 0, 0, 1, 0, 32, 0, 0});                                       // naive kernel
   for (int ahead : {2, 4}) {
     for (int blocks : {0, 6}) {
       b->Args({3, 0, 0, 0, 35, 0, 0, ahead, 3, blocks});  // staged: planes in flight, blocks a SM
       b->Args({3, 0, 0, 1, 35, 0, 0, ahead, 3, blocks});  // flux, staged
     }
   }
-  for (int variant : {1, 2, 21, 22, 101, 121}) {
+  for (int variant : {1, 2, 21, 22, 101, 121, 122, 1021, 1022, 1041, 1042, 1121, 1141, 1142}) {
     b->Args({3, 0, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see `tile` above; 121 default)
     b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)
   }
@@ -239,49 +241,49 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   b->Args({3, 0, 1, 0, 35, 0, 0, 121, 7, 0});  // 200 x 200 x 70, TMA default
   b->Args({3, 0, 2, 0, 35, 0, 0, 121, 7, 0});  // 2048 x 2048 (2D), TMA default
   for (int chunk : {8, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 32, 0, 0});  // flux form
-  b->Args({3, 0, 0, 1, 35, 0, 0, 32, 2, 0});   // flux form, every z face evaluated twice
-  b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0, 0});    // flux form, naive
-  b->Args({3, 0, 1, 0, 35, 0, 0, 32, 0, 0});   // 200 x 200 x 70
-  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 0, 0});   // 2048 x 2048 (2D)
-  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 1, 0});   // 2048 x 2048 (2D), pairs
-  b->Args({2, 0, 0, 0, 0, 0, 0, 32, 0, 0});    // cpu
-  b->Args({2, 0, 3, 0, 0, 0, 0, 32, 0, 0});    // cpu, no subnormals
-  b->Args({2, 0, 0, 1, 0, 0, 0, 32, 0, 0});    // cpu, flux
-  b->Args({1, 0, 0, 0, 0, 0, 0, 32, 0, 0});    // reference
+  b->Args({3, 0, 0, 1, 35, 0, 0, 32, 2, 0});                               // flux form, every z face evaluated twice
+  b->Args({3, 0, 0, 1, 0, 1, 0, 32, 0, 0});                                // flux form, naive
+  b->Args({3, 0, 1, 0, 35, 0, 0, 32, 0, 0});                               // 200 x 200 x 70
+  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 0, 0});                               // 2048 x 2048 (2D)
+  b->Args({3, 0, 2, 0, 35, 0, 0, 32, 1, 0});                               // 2048 x 2048 (2D), pairs
+  b->Args({2, 0, 0, 0, 0, 0, 0, 32, 0, 0});                                // cpu
+  b->Args({2, 0, 3, 0, 0, 0, 0, 32, 0, 0});                                // cpu, no subnormals
+  b->Args({2, 0, 0, 1, 0, 0, 0, 32, 0, 0});                                // cpu, flux
+  b->Args({1, 0, 0, 0, 0, 0, 0, 32, 0, 0});                                // reference
 }
 void cuda_cases64(benchmark::internal::Benchmark* b) {
   b->ArgNames({"backend", "fp64", "grid", "flux", "chunk", "naive", "series", "tile", "kernel", "blocks"});
-  b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0, 0});   // marching
-  b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0, 0});    // naive
+  b->Args({3, 1, 0, 0, 16, 0, 0, 32, 0, 0});  // marching
+  b->Args({3, 1, 0, 0, 0, 1, 0, 32, 0, 0});   // naive
   for (int chunk : {16, 35, 70}) {
     b->Args({3, 1, 0, 0, chunk, 0, 0, 2, 3, 4});  // staged, 2 planes in flight, 4 blocks a SM (35: default)
     b->Args({3, 1, 0, 1, chunk, 0, 0, 2, 3, 4});  // flux, staged (35: default)
   }
-  for (int variant : {1, 2, 21, 22, 121}) {
+  for (int variant : {1, 2, 21, 22, 121, 1021, 1022}) {
     b->Args({3, 1, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see cuda_cases; 21 default)
     b->Args({3, 1, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (2 default)
   }
-  b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});    // staged, 1 plane in flight
-  b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});    // staged, no register cap
-  b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});    // default, series
-  b->Args({3, 1, 0, 1, 35, 0, 1, 2, 3, 4});    // flux default, series
+  b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});  // staged, 1 plane in flight
+  b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});  // staged, no register cap
+  b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});  // default, series
+  b->Args({3, 1, 0, 1, 35, 0, 1, 2, 3, 4});  // flux default, series
   for (int blocks : {0, 3})
     for (int chunk : {35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1, blocks});  // two steps per pass
-  b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});   // series, two steps per pass
-  b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0, 0});    // flux, naive
-  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 0, 0});   // flux, marching, no register cap
+  b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});                                       // series, two steps per pass
+  b->Args({3, 1, 0, 1, 0, 1, 0, 32, 0, 0});                                        // flux, naive
+  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 0, 0});                                       // flux, marching, no register cap
   for (int chunk : {16, 24, 35, 47, 70}) {
     b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 0, 3});  // marching, registers for 3 blocks a SM
   }
   for (int chunk : {24, 35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 0, 4});  // 4 blocks a SM (35: default)
-  b->Args({3, 1, 0, 0, 35, 0, 1, 32, 0, 4});   // default, series
+  b->Args({3, 1, 0, 0, 35, 0, 1, 32, 0, 4});                                    // default, series
   for (int chunk : {16, 35, 70}) b->Args({3, 1, 0, 1, chunk, 0, 0, 32, 0, 3});  // flux, marching (35: default)
-  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 2, 3});   // flux, marching, every z face evaluated twice
-  b->Args({3, 1, 0, 1, 47, 0, 0, 32, 1, 3});   // flux, two steps per pass
-  b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0, 0});    // cpu
-  b->Args({2, 1, 3, 0, 0, 0, 0, 32, 0, 0});    // cpu, no subnormals
-  b->Args({2, 1, 0, 1, 0, 0, 0, 32, 0, 0});    // cpu, flux
-  b->Args({1, 1, 0, 0, 0, 0, 0, 32, 0, 0});    // reference
+  b->Args({3, 1, 0, 1, 35, 0, 0, 32, 2, 3});  // flux, marching, every z face evaluated twice
+  b->Args({3, 1, 0, 1, 47, 0, 0, 32, 1, 3});  // flux, two steps per pass
+  b->Args({2, 1, 0, 0, 0, 0, 0, 32, 0, 0});   // cpu
+  b->Args({2, 1, 3, 0, 0, 0, 0, 32, 0, 0});   // cpu, no subnormals
+  b->Args({2, 1, 0, 1, 0, 0, 0, 32, 0, 0});   // cpu, flux
+  b->Args({1, 1, 0, 0, 0, 0, 0, 32, 0, 0});   // reference
 }
 BENCHMARK(BM_AngioFp32)->Apply(cuda_cases)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -363,16 +365,16 @@ void BM_AngioHybrid(benchmark::State& state) {
 }
 BENCHMARK(BM_AngioHybrid)
     ->ArgNames({"backend", "grid", "R", "rho100", "Dc1e4", "any", "tmax10"})
-    ->Args({3, 0, 1000, 0, 0, 0, 200})    // chemotaxis only, 200^3, R = 1000
+    ->Args({3, 0, 1000, 0, 0, 0, 200})  // chemotaxis only, 200^3, R = 1000
     ->Args({2, 0, 1000, 0, 0, 0, 200})
-    ->Args({3, 0, 1000, 34, 0, 1, 200})   // A&C, the rule "any" (all tips anastomose by t ~ 3.7)
+    ->Args({3, 0, 1000, 34, 0, 1, 200})  // A&C, the rule "any" (all tips anastomose by t ~ 3.7)
     ->Args({2, 0, 1000, 34, 0, 1, 200})
-    ->Args({3, 0, 100, 34, 0, 0, 20})     // A&C, the default rules, to t = 2 (the networks grow without bound later)
+    ->Args({3, 0, 100, 34, 0, 0, 20})  // A&C, the default rules, to t = 2 (the networks grow without bound later)
     ->Args({2, 0, 100, 34, 0, 0, 20})
-    ->Args({3, 1, 1, 0, 0, 0, 200})       // one large realisation
-    ->Args({3, 2, 1000, 0, 0, 0, 200})    // 2D
+    ->Args({3, 1, 1, 0, 0, 0, 200})     // one large realisation
+    ->Args({3, 2, 1000, 0, 0, 0, 200})  // 2D
     ->Args({2, 2, 1000, 0, 0, 0, 200})
-    ->Args({3, 0, 100, 34, 3, 0, 20})     // D_c > 0: a c field per realisation, to t = 2
+    ->Args({3, 0, 100, 34, 3, 0, 20})  // D_c > 0: a c field per realisation, to t = 2
     ->Args({2, 0, 16, 34, 3, 0, 20})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -169,39 +169,34 @@ struct FaceCarry {
   bool known;
 };
 
-template <int kDims, bool kFlux, bool kTaf, class T, class P>
-SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
-                                      T& n_out, T& f_out, T& c_out, FaceCarry<T>* z_face = nullptr) {
-  constexpr int dims = kDims;
-  T n_new;
-  T lap_c = 0;
-  if constexpr (kFlux) {
-    T lap_n = 0, divergence = 0;
-    for (int d = 0; d < dims; ++d) {
-      const int up = 1 + 2 * d, down = 2 + 2 * d;
-      lap_n += n[up] + n[down];
-      const T g_up = face_flux(m, s.c[0], s.c[up], s.f[0], s.f[up], n[0], n[up]);
-      T g_down;
-      if (d == 2 && z_face != nullptr && z_face->known) {
-        g_down = z_face->flux;
-      } else {
-        g_down = face_flux(m, s.c[down], s.c[0], s.f[down], s.f[0], n[down], n[0]);
-      }
-      if (d == 2 && z_face != nullptr) *z_face = FaceCarry<T>{g_up, true};
-      divergence += g_up - g_down;
-    }
-    lap_n -= T(2 * dims) * n[0];
-    n_new = n[0] + sc.a * (static_cast<T>(m.diffusion) * lap_n - divergence);
-    if constexpr (kTaf) {
-      lap_c = -T(2 * dims) * s.c[0];
-      for (int d = 1; d < 1 + 2 * dims; ++d) lap_c += s.c[d];
-    }
-  } else {
-    n_new = expanded_density<kDims>(m, sc.a, n, s, lap_c);
+// The flux form's n' from the fluxes through the node's faces (g_up[d] through its + face in
+// dimension d, g_down[d] through its - face): n + a [D Lap n - sum_d (g_up[d] - g_down[d])]. A
+// face's flux is the same bits from both its nodes (face_flux), so a kernel may evaluate each face
+// once and hand it to both.
+template <int kDims, class T, class P>
+SIMKIT_HD inline T flux_density(const P& m, T a, const T n[7], const T g_up[3], const T g_down[3]) {
+  T lap_n = 0, divergence = 0;
+  for (int d = 0; d < kDims; ++d) {
+    lap_n += n[1 + 2 * d] + n[2 + 2 * d];
+    divergence += g_up[d] - g_down[d];
   }
-  const T n0 = n[0], f0 = s.f[0], c0 = s.c[0];
+  lap_n -= T(2 * kDims) * n[0];
+  return n[0] + a * (static_cast<T>(m.diffusion) * lap_n - divergence);
+}
+
+// The discrete Laplacian of c (sum of the neighbours - 2 dims c) in the flux form's order.
+template <int kDims, class T>
+SIMKIT_HD inline T taf_laplacian(const Stencil<T>& s) {
+  T lap_c = -T(2 * kDims) * s.c[0];
+  for (int d = 1; d < 1 + 2 * kDims; ++d) lap_c += s.c[d];
+  return lap_c;
+}
+
+// f' and c' at a node from its n, f and c (and Lap c, used when kTaf).
+template <bool kTaf, class T, class P>
+SIMKIT_HD inline void update_fn_taf(const P& m, const StepConstants<T>& sc, T n0, T f0, T c0, T lap_c, T& f_out,
+                                    T& c_out) {
   const T kn = sc.k * n0;
-  n_out = n_new;
   f_out = f0 + kn * (static_cast<T>(m.fn_production) - static_cast<T>(m.fn_uptake) * f0);
   // TAF diffusion is off in A&C (D_c = 0): the kTaf = false instance skips its term, which saves
   // arithmetic in the kernels that instruction issue bounds.
@@ -211,6 +206,32 @@ SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, co
   } else {
     c_out = c0 - uptake;
   }
+}
+
+template <int kDims, bool kFlux, bool kTaf, class T, class P>
+SIMKIT_HD inline void update_node_taf(const P& m, const StepConstants<T>& sc, const T n[7], const Stencil<T>& s,
+                                      T& n_out, T& f_out, T& c_out, FaceCarry<T>* z_face = nullptr) {
+  T n_new, lap_c = 0;
+  if constexpr (kFlux) {
+    T g_up[3] = {}, g_down[3] = {};
+    for (int d = 0; d < kDims; ++d) {
+      const int up = 1 + 2 * d, down = 2 + 2 * d;
+      g_up[d] = face_flux(m, s.c[0], s.c[up], s.f[0], s.f[up], n[0], n[up]);
+      if (d == 2 && z_face != nullptr && z_face->known) {
+        g_down[d] = z_face->flux;
+      } else {
+        g_down[d] = face_flux(m, s.c[down], s.c[0], s.f[down], s.f[0], n[down], n[0]);
+      }
+      if (d == 2 && z_face != nullptr) *z_face = FaceCarry<T>{g_up[d], true};
+    }
+    n_new = flux_density<kDims>(m, sc.a, n, g_up, g_down);
+    if constexpr (kTaf) lap_c = taf_laplacian<kDims>(s);
+  } else {
+    n_new = expanded_density<kDims>(m, sc.a, n, s, lap_c);
+  }
+  const T n0 = n[0], f0 = s.f[0], c0 = s.c[0];  // (the outputs may alias the inputs)
+  n_out = n_new;
+  update_fn_taf<kTaf>(m, sc, n0, f0, c0, lap_c, f_out, c_out);
 }
 
 template <int kDims, bool kFlux, class T, class P>

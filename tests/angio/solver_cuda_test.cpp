@@ -1,10 +1,11 @@
 // angio's cuda kernel variants against the reference (the default kernels through make_solver are
 // in solver_test.cpp's AngioSolverBackend/cuda): random grids (3D, 2D, sizes that are not multiples
 // of the 32x8 tile), random smooth fields, both forms, fp32 and fp64, the kernel variants (plane
-// chunks, tiles, two steps per pass, the staged kernel, the TMA-staged kernel, register caps, the flux form's z-face carry, the naive kernel). Every node runs the same update_node with the same operand order
-// and --fmad=false, so the fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64: max|diff| <=
-// 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke.
-// Skips, with the reason, when no CUDA device is usable.
+// chunks, tiles, two steps per pass, the staged kernel, the TMA-staged kernel, register caps, the flux form's z-face
+// carry, the naive kernel). Every node runs the same update_node with the same operand order and --fmad=false, so the
+// fields must be bitwise equal; the documented bound (docs/angio.md, "Backends and what agrees with what"; fp64:
+// max|diff| <= 1e-12 max|field| after 100 steps) is checked as well, so a failure says which promise broke. Skips, with
+// the reason, when no CUDA device is usable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,9 +14,9 @@
 #include <cstring>
 #include <random>
 
-#include "simkit/angio/angio.hpp"
 #include "angio/continuous/cuda_tuning.hpp"
 #include "fields.hpp"
+#include "simkit/angio/angio.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -36,8 +37,8 @@ double max_abs(const std::vector<T>& v) {
 }
 
 template <class T>
-void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t seed,
-                            const detail::cuda::Tuning& tuning, double taf_diffusion = 0) {
+void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t seed, const detail::cuda::Tuning& tuning,
+                            double taf_diffusion = 0) {
   std::mt19937_64 rng(seed);
   Problem p;
   p.grid = g;
@@ -74,10 +75,8 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
     SCOPED_TRACE(testing::Message() << names[q] << " grid " << g.nx << "x" << g.ny << "x" << g.nz << " form "
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
                                     << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
-                                    << (tuning.staged > 0 ? " staged " : "") << tuning.staged
-                                    << " tma " << tuning.tma
-                                    << " blocks " << tuning.blocks << " steps "
-                                    << steps << " seed " << seed);
+                                    << (tuning.staged > 0 ? " staged " : "") << tuning.staged << " tma " << tuning.tma
+                                    << " blocks " << tuning.blocks << " steps " << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the documented bound
     }
@@ -126,7 +125,8 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
     // The TMA-staged kernel (rows that are not a multiple of 16 bytes take the others).
     tuning.staged = 0;
     tuning.tma = 1 + trial % 2;
-    tuning.tma_rows = 1 + trial % 3 / 2;
+    tuning.tma_wide = trial % 4 >= 2;
+    tuning.tma_rows = (1 + trial % 3 / 2) * (tuning.tma_wide ? 2 : 1);
     tuning.tma_release = trial % 2 == 0;
     compare_with_reference<double>(g, form, 101, s, tuning);
     compare_with_reference<float>(g, form, 100, s, tuning);
@@ -135,25 +135,27 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
 
 // The TMA-staged kernel on widths of whole 16-byte rows: a tile wider than the grid, exactly one
 // tile, a tile and a bit (the box past the grid's end), 3D and 2D, both forms, chunks from one
-// plane to whole columns, 1 or 2 planes ahead, 1 or 2 rows a thread, slots handed back by barrier or
-// by mbarrier, TAF diffusion on.
+// plane to whole columns, 1 or 2 planes ahead, the four tiles (32 or 64 wide, 1 to 4 rows a
+// thread), slots handed back by barrier or by mbarrier, TAF diffusion on.
 TEST(AngioCuda, TmaKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   const Grid grids[] = {{4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131}};
   for (const Grid& g : grids) {
-    for (int chunk : {0, 1, 3, 5}) {
-      detail::cuda::Tuning tma;
-      tma.tma = 1 + chunk % 2;
-      tma.tma_rows = chunk < 3 ? 1 : 2;
-      tma.tma_release = chunk % 2 == 1;
-      tma.chunk = chunk;
-      compare_with_reference<float>(g, Form::Expanded, 21, 80 + chunk, tma);
-      compare_with_reference<float>(g, Form::Flux, 20, 81 + chunk, tma, 0.002);
-      compare_with_reference<double>(g, Form::Expanded, 20, 82 + chunk, tma, 0.002);
-      compare_with_reference<double>(g, Form::Flux, 21, 83 + chunk, tma);
-      tma.carry = false;
-      compare_with_reference<float>(g, Form::Flux, 20, 84 + chunk, tma);
-    }
+    for (int shape = 0; shape < 4; ++shape)
+      for (int chunk : {0, 1, 3, 5}) {
+        detail::cuda::Tuning tma;
+        tma.tma = 1 + chunk % 2;
+        tma.tma_wide = shape >= 2;  // 32 x 8, 32 x 16, 64 x 8, 64 x 16
+        tma.tma_rows = (shape % 2 + 1) * (tma.tma_wide ? 2 : 1);
+        tma.tma_release = (chunk + shape) % 2 == 1;
+        tma.chunk = chunk;
+        compare_with_reference<float>(g, Form::Expanded, 21, 80 + chunk, tma);
+        compare_with_reference<float>(g, Form::Flux, 20, 81 + chunk, tma, 0.002);
+        compare_with_reference<double>(g, Form::Expanded, 20, 82 + chunk, tma, 0.002);
+        compare_with_reference<double>(g, Form::Flux, 21, 83 + chunk, tma);
+        tma.carry = false;
+        compare_with_reference<float>(g, Form::Flux, 20, 84 + chunk, tma);
+      }
   }
 }
 

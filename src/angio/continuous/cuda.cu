@@ -1,8 +1,8 @@
 // angio cuda backend. The fp32 step kernel marches each (i, j) column of a tile up through a chunk
 // of planes, keeping the column's own n, f, c at l-1, l, l+1 in registers, so each value comes from
 // DRAM about once per step (in-plane neighbours hit L1/L2); the fp64 one (staged) copies each plane
-// of the tile and its ring into shared memory asynchronously, two planes ahead. Every node runs update_node (model.hpp),
-// the same code and operand order as reference; with --fmad=false the fields are bitwise equal to
+// of the tile and its ring into shared memory asynchronously, two planes ahead. Every node runs update_node
+// (model.hpp), the same code and operand order as reference; with --fmad=false the fields are bitwise equal to
 // reference's (tests/angio/solver_cuda_test.cpp checks it). Series reductions are fused into the
 // step that produces the state: per-block partials, then one block combines them in fixed order.
 #include <cuda_runtime.h>
@@ -193,123 +193,267 @@ __global__ void __launch_bounds__(kThreads, kMin)
   }
 }
 
+// The tile of a block of kWarps warps of the tma kernel: kW (32 or 64) columns, each thread kRows
+// of its rows, so kWarps kRows rows in 32-wide tiles (a warp a row) and kWarps kRows / 2 in 64-wide
+// ones (two warps a row).
 // The box: the tile's rows widened by 16 bytes on both sides (a copy's first element must sit on a
 // 16-byte boundary, so the ring's left column comes with three more in fp32, one more in fp64),
-// and one row above and below the tile's 8 kRows rows.
-template <class T, int kRows>
+// and one row above and below the tile.
+template <class T, int kW, int kRows, int kWarps>
 struct TmaBox {
+  static_assert(kW == 32 || kW == 64);
+  static constexpr int kWarpsX = kW / 32;            // warps across a row
+  static constexpr int kRowStep = kWarps / kWarpsX;  // between a thread's rows
+  static constexpr int kTileY = kRowStep * kRows;  // rows of the tile
   static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
-  static constexpr int kX = 32 + 2 * kPad;
-  static constexpr int kY = 8 * kRows + 2;
+  static constexpr int kX = kW + 2 * kPad;
+  static constexpr int kY = kTileY + 2;
   static constexpr int kBytes = kX * kY * static_cast<int>(sizeof(T));
   static constexpr int kStride = 128 * ((kBytes + 127) / 128);  // bytes between fields in a slot
   static constexpr int kSlotBytes = 3 * kStride;
-  static constexpr int smem(int slots) { return slots * kSlotBytes + 2 * slots * 8; }
+  // The flux form's face fluxes, two planes' worth: x faces [row][0 .. kW] (face c between columns
+  // c - 1 and c), then y faces [0 .. kTileY][column] (face r between rows r - 1 and r).
+  static constexpr int kFacesX = kTileY * (kW + 1);
+  static constexpr int kFaces = kFacesX + (kTileY + 1) * kW;
+  static constexpr int smem(int slots, bool flux) {
+    return slots * kSlotBytes + 2 * slots * 8 + (flux ? 2 * kFaces * static_cast<int>(sizeof(T)) : 0);
+  }
 };
 
-// kRows: rows of the tile per thread (the tile is 32 x 8 kRows). kRelease: a slot is handed back
-// by each warp's arrival on its "empty" mbarrier, and thread 0 waits for the eight arrivals before
-// refilling it (warps may drift up to kSlots - 3 planes apart); otherwise one block barrier per plane.
-template <class T, int kDims, bool kFlux, int kSlots, int kRows, bool kRelease, int kMin>
-__global__ void __launch_bounds__(kThreads, kMin)
+// Blocks per SM the tma kernel's registers are capped for (none spills; with the own column in
+// registers the uncapped kernel took 72 in fp32 with two rows and 82 in fp64 with one).
+template <class T, int kRows>
+constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1   ? 5
+                                                : kRows == 2 ? 4
+                                                             : 3)
+                                             : (kRows == 1   ? 3
+                                                : kRows == 2 ? 2
+                                                             : 1);
+
+// The TMA-staged step: a block owns a tile of (i, j) columns and marches up its chunk of planes;
+// each plane of n, f and c, on the tile plus its ring, comes into a ring of kSlots shared-memory
+// slots as one bulk tensor copy per field, kSlots - 2 planes ahead, and every stencil operand is
+// read from shared memory. kW, kRows, kWarps: the tile (TmaBox). kRelease (expanded form): a slot is
+// handed back by each warp's arrival on its "empty" mbarrier, and thread 0 waits for the arrivals
+// before refilling it (warps may drift up to kSlots - 2 planes apart); otherwise one block barrier
+// per plane. The plane loop is unrolled by kSlots, so that every slot's address and barrier is a
+// constant and only the parity bit is run-time state. The node's own column (n, f, c below and at
+// the plane) stays in registers: a node reads 15 values from shared memory instead of 21, and the
+// plane below is never read from the ring, so its slot is refilled as soon as every warp is done
+// with the plane before. The flux form evaluates each face once (below).
+template <class T, int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease, int kMin>
+__global__ void __launch_bounds__(32 * kWarps, kMin)
     tma_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
                T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // never launched below sm_90 (make_tma_maps)
 #else
-  using Box = TmaBox<T, kRows>;
+  using Box = TmaBox<T, kW, kRows, kWarps>;
+  static_assert(kSlots >= 3, "mid and hi in use and at least one plane in flight");
   extern __shared__ __align__(128) unsigned char tma_smem[];
   std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kSlots * Box::kSlotBytes);
   std::uint64_t* empty = full + kSlots;
-  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-  const int i0 = blockIdx.x * 32, j0 = blockIdx.y * 8 * kRows;
-  const int i = i0 + tx;
+  const int tx = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int cx = tx + 32 * (warp % Box::kWarpsX), ty = warp / Box::kWarpsX;  // column, first row in the tile
+  const int i0 = blockIdx.x * kW, j0 = blockIdx.y * Box::kTileY;
+  const int i = i0 + cx;
   const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
+  if (l1 <= l0) return;           // (the whole block: no chunk, no copies)
   const int count = l1 - l0 + 2;  // planes l0 - 1 ... l1, mirrored at the grid's ends
   const int plane = static_cast<int>(g.plane);
-  // This thread's nodes' cells in a field of a slot and their in-plane neighbours (mirrored at the faces).
-  int own[kRows], at[kRows][5], j[kRows];
+  // This thread's nodes' cells in a field of a slot and their in-plane neighbours (mirrored at the
+  // faces), where they go in the outputs, and whether they are in the grid.
+  int at[kRows][5], here[kRows];
+  bool inside[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    j[r] = j0 + ty + 8 * r;
-    own[r] = (ty + 8 * r + 1) * Box::kX + tx + Box::kPad;
-    at[r][0] = own[r];
-    at[r][1] = own[r] + (upper_neighbour(i, g.nx) - i);
-    at[r][2] = own[r] + (lower_neighbour(i, g.nx) - i);
-    at[r][3] = own[r] + (upper_neighbour(j[r], g.ny) - j[r]) * Box::kX;
-    at[r][4] = own[r] + (lower_neighbour(j[r], g.ny) - j[r]) * Box::kX;
+    const int j = j0 + ty + Box::kRowStep * r;
+    // A column (row) past the grid's end stands in for the mirror node beyond the last one: its
+    // node is the last one's upper neighbour and its lower neighbour the last one, so that the face
+    // it evaluates as its - face is the last node's + face (the flux form's face sharing).
+    const int ix = i < g.nx ? i : upper_neighbour(g.nx - 1, g.nx);
+    const int ixl = i < g.nx ? lower_neighbour(i, g.nx) : g.nx - 1;
+    const int jy = j < g.ny ? j : upper_neighbour(g.ny - 1, g.ny);
+    const int jyl = j < g.ny ? lower_neighbour(j, g.ny) : g.ny - 1;
+    const int own = (jy - j0 + 1) * Box::kX + (ix - i0) + Box::kPad;
+    at[r][0] = own;
+    at[r][1] = own + (upper_neighbour(ix, g.nx) - ix);
+    at[r][2] = own + (ixl - ix);
+    at[r][3] = own + (upper_neighbour(jy, g.ny) - jy) * Box::kX;
+    at[r][4] = own + (jyl - jy) * Box::kX;
+    inside[r] = i < g.nx && j < g.ny;
+    here[r] = inside[r] ? l0 * plane + j * g.nx + i : 0;
   }
-  auto slot = [&](int k) { return reinterpret_cast<const T*>(tma_smem + (k % kSlots) * Box::kSlotBytes); };
-  auto issue = [&](int k) {  // thread 0: plane k of the sequence into its slot
+  auto issue = [&](int k, int s) {  // thread 0: plane k of the sequence into slot s = k % kSlots
     if (k < count) {
-      unsigned char* dst = tma_smem + (k % kSlots) * Box::kSlotBytes;
-      std::uint64_t* bar = full + k % kSlots;
+      unsigned char* dst = tma_smem + s * Box::kSlotBytes;
       const int z = StageTile::mirrored(l0 - 1 + k, g.nz);
-      mbar_expect_tx(bar, 3 * Box::kBytes);
-      for (int a = 0; a < 3; ++a) tma_load_3d(dst + a * Box::kStride, maps + a, i0 - Box::kPad, j0 - 1, z, bar);
+      mbar_expect_tx(full + s, 3 * Box::kBytes);
+      for (int a = 0; a < 3; ++a) tma_load_3d(dst + a * Box::kStride, maps + a, i0 - Box::kPad, j0 - 1, z, full + s);
     }
   };
   if (threadIdx.x == 0) {
     for (int s = 0; s < kSlots; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, kThreads / 32);
+      mbar_init(empty + s, kWarps);
     }
     mbar_fence_init();
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    for (int k = 0; k < kSlots; ++k) issue(k);
+    for (int k = 0; k < kSlots; ++k) issue(k, k);
+  constexpr int kF = Box::kStride / static_cast<int>(sizeof(T));        // between fields in a slot
+  constexpr int kSlot = Box::kSlotBytes / static_cast<int>(sizeof(T));  // between slots
+  const T* ring = reinterpret_cast<const T*>(tma_smem);
+  // The own column: n, f, c of plane l - 1 (low) and l (mid), from slots 0 and 1 at the start.
+  T low[kRows][3], mid[kRows][3];
   mbar_wait(full + 0, 0);
+  mbar_wait(full + 1, 0);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+      low[r][a] = ring[a * kF + at[r][0]];
+      mid[r][a] = ring[kSlot + a * kF + at[r][0]];
+    }
+  if (kRelease) {  // this warp is done with sequence plane 0
+    __syncwarp();
+    if (tx == 0) mbar_arrive(empty + 0);
+  }
   FaceCarry<T> z_face[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) z_face[r] = FaceCarry<T>{T(0), false};
-  for (int l = l0; l < l1; ++l) {
-    const int k = l - l0 + 1;  // plane l's place in the sequence
-    if (k >= 2) {
-      // Plane k - 2's slot takes plane k - 2 + kSlots once every warp is done with it.
-      if (kRelease) {
-        if (threadIdx.x == 0 && k - 2 + kSlots < count) {
-          mbar_wait(empty + (k - 2) % kSlots, ((k - 2) / kSlots) & 1);
-          issue(k - 2 + kSlots);
+  // The flux form evaluates each face of the tile once: a node its - faces in x and y (into shared
+  // memory), the z faces in registers (the + face, carried up as the next plane's - face), and
+  // threads e < kTileY + kW the far faces no node has as its - face (x after column kW - 1 of row
+  // e, y above row kTileY - 1 of column e - kTileY). After a block barrier a node reads its + faces
+  // back. A face's flux is the same bits from both its nodes (face_flux), so the fields stay
+  // bitwise equal to reference.
+  T* faces = reinterpret_cast<T*>(tma_smem + kSlots * Box::kSlotBytes + 2 * kSlots * 8);
+  int far_lo = 0, far_hi = 0, far_at = -1;
+  if (kFlux) {
+    const int e = threadIdx.x;
+    if (e < Box::kTileY) {
+      const int ie = i0 + kW - 1;
+      far_lo = (e + 1) * Box::kX + kW - 1 + Box::kPad;
+      far_hi = far_lo + (upper_neighbour(ie, g.nx) - ie);
+      far_at = e * (kW + 1) + kW;
+    } else if (e < Box::kTileY + kW) {
+      const int col = e - Box::kTileY, je = j0 + Box::kTileY - 1;
+      far_lo = Box::kTileY * Box::kX + col + Box::kPad;
+      far_hi = far_lo + (upper_neighbour(je, g.ny) - je) * Box::kX;
+      far_at = Box::kFacesX + Box::kTileY * kW + col;
+    }
+  }
+  // A row's node done: its outputs stored, its column moved up a plane.
+  auto finish = [&](int r, T n_new, T f_new, T c_new, const T above[3]) {
+    if (inside[r]) {
+      n_out[here[r]] = n_new;
+      f_out[here[r]] = f_new;
+      c_out[here[r]] = c_new;
+    }
+    here[r] += plane;
+    low[r][0] = mid[r][0], low[r][1] = mid[r][1], low[r][2] = mid[r][2];
+    mid[r][0] = above[0], mid[r][1] = above[1], mid[r][2] = above[2];
+  };
+  const int planes = l1 - l0;
+  // Plane l0 + t is sequence plane t + 1: slots t % kSlots (below, free), t + 1 (mid), t + 2 (above).
+  for (int t0 = 0; t0 < planes; t0 += kSlots) {
+    const unsigned phase = static_cast<unsigned>(t0 / kSlots) & 1u;
+#pragma unroll
+    for (int u = 0; u < kSlots; ++u) {
+      const int t = t0 + u;
+      if (t >= planes) break;
+      // Sequence plane t's slot (below this plane: its values are in registers) takes plane
+      // t + kSlots once every warp is done with the plane before (the flux form: after its barrier).
+      if (kFlux) {
+      } else if (kRelease) {
+        if (threadIdx.x == 0 && t + kSlots < count) {
+          mbar_wait(empty + u, phase);
+          issue(t + kSlots, u);
         }
       } else {
         __syncthreads();
-        if (threadIdx.x == 0) issue(k - 2 + kSlots);
+        if (threadIdx.x == 0) issue(t + kSlots, u);
       }
-    }
-    if (k == 1) mbar_wait(full + 1 % kSlots, (1 / kSlots) & 1);
-    mbar_wait(full + (k + 1) % kSlots, ((k + 1) / kSlots) & 1);
-    const T* mid = slot(k);
-    const T* hi = slot(k + 1);
-    const T* lo = slot(k - 1);
-    constexpr int kF = Box::kStride / static_cast<int>(sizeof(T));
+      const int kMid = (u + 1) % kSlots, kHi = (u + 2) % kSlots;
+      mbar_wait(full + kHi, phase ^ (static_cast<unsigned>((u + 2) / kSlots) & 1u));
+      const T* in_mid = ring + kMid * kSlot;
+      const T* in_hi = ring + kHi * kSlot;
+      if constexpr (kFlux) {
+        T* face = faces + (t & 1) * Box::kFaces;
+        T xn[kRows], yn[kRows], above[kRows][3], g_down[kRows][3], z_up[kRows];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (!g.carry) z_face[r].known = false;
-      Stencil<T> s;
-      T nn[7];
+        for (int r = 0; r < kRows; ++r) {
+          const T n0 = mid[r][0], f0 = mid[r][1], c0 = mid[r][2];
+          const int xl = at[r][2], yl = at[r][4], o = at[r][0], ry = ty + Box::kRowStep * r;
+          xn[r] = in_mid[xl];
+          g_down[r][0] = face_flux(m, in_mid[2 * kF + xl], c0, in_mid[kF + xl], f0, xn[r], n0);
+          yn[r] = in_mid[yl];
+          g_down[r][1] = face_flux(m, in_mid[2 * kF + yl], c0, in_mid[kF + yl], f0, yn[r], n0);
+          above[r][0] = in_hi[o], above[r][1] = in_hi[kF + o], above[r][2] = in_hi[2 * kF + o];
+          g_down[r][2] = T(0), z_up[r] = T(0);
+          if (kDims == 3) {
+            z_up[r] = face_flux(m, c0, above[r][2], f0, above[r][1], n0, above[r][0]);
+            if (!g.carry) z_face[r].known = false;
+            g_down[r][2] = z_face[r].known ? z_face[r].flux
+                                           : face_flux(m, low[r][2], c0, low[r][1], f0, low[r][0], n0);
+            z_face[r] = FaceCarry<T>{z_up[r], true};
+          }
+          face[ry * (kW + 1) + cx] = g_down[r][0];
+          face[Box::kFacesX + ry * kW + cx] = g_down[r][1];
+        }
+        if (far_at >= 0) {
+          face[far_at] = face_flux(m, in_mid[2 * kF + far_lo], in_mid[2 * kF + far_hi], in_mid[kF + far_lo],
+                                   in_mid[kF + far_hi], in_mid[far_lo], in_mid[far_hi]);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) issue(t + kSlots, u);
 #pragma unroll
-      for (int d = 0; d < 5; ++d) {
-        nn[d] = mid[at[r][d]];
-        s.f[d] = mid[kF + at[r][d]];
-        s.c[d] = mid[2 * kF + at[r][d]];
+        for (int r = 0; r < kRows; ++r) {
+          const int ry = ty + Box::kRowStep * r;
+          T nn[7];
+          nn[0] = mid[r][0], nn[1] = in_mid[at[r][1]], nn[2] = xn[r], nn[3] = in_mid[at[r][3]], nn[4] = yn[r];
+          nn[5] = above[r][0], nn[6] = low[r][0];
+          const T g_up[3] = {face[ry * (kW + 1) + cx + 1], face[Box::kFacesX + (ry + 1) * kW + cx], z_up[r]};
+          const T n_new = flux_density<kDims>(m, sc.a, nn, g_up, g_down[r]);
+          T f_new, c_new;
+          if (m.taf_diffusion != 0) {
+            Stencil<T> s;
+            s.c[0] = mid[r][2], s.c[5] = above[r][2], s.c[6] = low[r][2];
+#pragma unroll
+            for (int d = 1; d < 5; ++d) s.c[d] = in_mid[2 * kF + at[r][d]];
+            update_fn_taf<true>(m, sc, mid[r][0], mid[r][1], mid[r][2], taf_laplacian<kDims>(s), f_new, c_new);
+          } else {
+            update_fn_taf<false>(m, sc, mid[r][0], mid[r][1], mid[r][2], T(0), f_new, c_new);
+          }
+          finish(r, n_new, f_new, c_new, above[r]);
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          Stencil<T> s;
+          T nn[7];
+          nn[0] = mid[r][0], s.f[0] = mid[r][1], s.c[0] = mid[r][2];
+#pragma unroll
+          for (int d = 1; d < 5; ++d) {
+            nn[d] = in_mid[at[r][d]];
+            s.f[d] = in_mid[kF + at[r][d]];
+            s.c[d] = in_mid[2 * kF + at[r][d]];
+          }
+          const int o = at[r][0];
+          const T above[3] = {in_hi[o], in_hi[kF + o], in_hi[2 * kF + o]};
+          nn[5] = above[0], s.f[5] = above[1], s.c[5] = above[2];
+          nn[6] = low[r][0], s.f[6] = low[r][1], s.c[6] = low[r][2];
+          T n_new, f_new, c_new;
+          update_node_fixed<kDims, false>(m, sc, nn, s, n_new, f_new, c_new);
+          finish(r, n_new, f_new, c_new, above);
+        }
       }
-      const int o = own[r];
-      nn[5] = hi[o], s.f[5] = hi[kF + o], s.c[5] = hi[2 * kF + o];
-      nn[6] = lo[o], s.f[6] = lo[kF + o], s.c[6] = lo[2 * kF + o];
-      T n_new, f_new, c_new;
-      update_node_fixed<kDims, kFlux>(m, sc, nn, s, n_new, f_new, c_new,
-                                      kFlux && kDims == 3 ? &z_face[r] : nullptr);
-      if (i < g.nx && j[r] < g.ny) {
-        const int here = l * plane + j[r] * g.nx + i;
-        n_out[here] = n_new;
-        f_out[here] = f_new;
-        c_out[here] = c_new;
+      if (kRelease) {  // this warp is done with sequence plane t + 1 (the mid plane)
+        __syncwarp();
+        if (tx == 0) mbar_arrive(empty + kMid);
       }
-    }
-    if (kRelease) {  // this warp is done with plane k - 1 (the last plane to read it)
-      __syncwarp();
-      if (tx == 0) mbar_arrive(empty + (k - 1) % kSlots);
     }
   }
 #endif
@@ -365,7 +509,8 @@ __global__ void __launch_bounds__(kThreads, kMin)
   // The tile node's neighbours in the extended tile, mirrored at the grid's faces.
   const int centre = (ty + 1) * kPairEx + tx + 1;
   const int ip = centre + (upper_neighbour(i, g.nx) - i), im = centre + (lower_neighbour(i, g.nx) - i);
-  const int jp = centre + (upper_neighbour(j, g.ny) - j) * kPairEx, jm = centre + (lower_neighbour(j, g.ny) - j) * kPairEx;
+  const int jp = centre + (upper_neighbour(j, g.ny) - j) * kPairEx,
+            jm = centre + (lower_neighbour(j, g.ny) - j) * kPairEx;
   const double wij = kReduce ? weight(i, g.nx) * weight(j, g.ny) : 0.0;
   Partial part;
   if (kReduce) empty(part);
@@ -447,7 +592,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
   FaceCarry<T>* const carry = kFlux && kDims == 3 ? &z_face : nullptr;
   for (int k = 0; k < kAhead + 2; ++k) issue(k);
   for (int l = l0; l < l1; ++l) {
-    const int k = l - l0 + 1;  // plane l's place in the sequence
+    const int k = l - l0 + 1;           // plane l's place in the sequence
     __pipeline_wait_prior(kAhead - 1);  // planes up to l + 1 have landed (this thread's copies)
     __syncthreads();                    // everybody's, and plane l - 2's slot is free again
     issue(k + kAhead + 1);
@@ -565,8 +710,9 @@ class CudaSolver final : public Solver<T> {
     global_ = g_;
     global_.nz = slab_.nz_global;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
-    dims_ = Dims{g_.nx,           g_.ny, g_.nz, static_cast<long long>(g_.nx) * g_.ny, tile_x, tuning_.carry,
-                 slab_.z0,        slab_.nz_global, slab_.own_begin, slab_.own_end};
+    dims_ = Dims{g_.nx,           g_.ny,         g_.nz,    static_cast<long long>(g_.nx) * g_.ny,
+                 tile_x,          tuning_.carry, slab_.z0, slab_.nz_global,
+                 slab_.own_begin, slab_.own_end};
     // Chunks counted on the global grid, so that a slab's blocks are the single-rank run's.
     chunk_ = tuning_.chunk > 0 ? std::min(tuning_.chunk, slab_.nz_global) : slab_.nz_global;
     if (link_ && (slab_.z0 + slab_.own_begin) % chunk_ != 0) {
@@ -588,8 +734,8 @@ class CudaSolver final : public Solver<T> {
     f_[1].upload(initial.f);
     c_[1].upload(initial.c);
     const dim3 pair_grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
-    partials_.resize(static_cast<std::size_t>(std::max<long long>(blocks_, static_cast<long long>(pair_grid.x) *
-                                                                                pair_grid.y * pair_grid.z)));
+    partials_.resize(static_cast<std::size_t>(
+        std::max<long long>(blocks_, static_cast<long long>(pair_grid.x) * pair_grid.y * pair_grid.z)));
     carry_.resize(kThreads);
     total_.resize(1);
     if (link_ && !link_->device_pointers()) {
@@ -705,9 +851,9 @@ class CudaSolver final : public Solver<T> {
     const bool below = has(-1), above = has(1);
     const std::size_t bytes = static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T);
     for (DeviceBuffer<T>* a : {&n_[buf], &f_[buf], &c_[buf]}) {
-      link_->exchange(below ? plane_of(*a, slab_.own_begin) : nullptr, above ? plane_of(*a, slab_.own_end - 1) : nullptr,
-                      below ? plane_of(*a, slab_.own_begin - 1) : nullptr, above ? plane_of(*a, slab_.own_end) : nullptr,
-                      bytes);
+      link_->exchange(
+          below ? plane_of(*a, slab_.own_begin) : nullptr, above ? plane_of(*a, slab_.own_end - 1) : nullptr,
+          below ? plane_of(*a, slab_.own_begin - 1) : nullptr, above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
     }
   }
 
@@ -949,8 +1095,8 @@ class CudaSolver final : public Solver<T> {
     reduced_blocks_ = static_cast<int>(grid_.x * grid_.y * grid_.z);
     reduced_plane_blocks_ = static_cast<int>(grid_.x * grid_.y);
     if (tma_ && !reduce) {
-      if (tuning_.tma == 1) return launch_tma_slots<kDims, kFlux, 4>(in, out);
-      return launch_tma_slots<kDims, kFlux, 5>(in, out);
+      if (tuning_.tma == 1) return launch_tma_slots<kDims, kFlux, 3>(in, out);
+      return launch_tma_slots<kDims, kFlux, 4>(in, out);
     }
     if (tuning_.staged > 0 && !tuning_.naive) {
       launch_staged<kDims, kFlux>(in, out, reduce);
@@ -973,39 +1119,57 @@ class CudaSolver final : public Solver<T> {
     }
   }
 
-  template <int kDims, bool kFlux, int kSlots, int kRows, bool kRelease, int kMin>
+  template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
-    auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kRows, kRelease, kMin>;
-    const int smem = TmaBox<T, kRows>::smem(kSlots);
+    using Box = TmaBox<T, kW, kRows, kWarps>;
+    constexpr int kMin = kWarps == 8 ? kTmaMinBlocks<T, kRows> : kTmaMinBlocks<T, kRows> / 2;
+    auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
+    const int smem = Box::smem(kSlots, kFlux);
     if (!tma_configured_) {  // a solver launches one instance, on its device: the shared memory it may take
       SIMKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       tma_configured_ = true;
     }
-    const dim3 grid((g_.nx + 31) / 32, (g_.ny + 8 * kRows - 1) / (8 * kRows), grid_.z);
-    kernel<<<grid, kThreads, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
+    const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + Box::kTileY - 1) / Box::kTileY, grid_.z);
+    kernel<<<grid, 32 * kWarps, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
                                      c_[out].data());  // never a series step: no partials
   }
-  // Tuning::tma planes ahead (1, 2), tma_rows (1, 2) and tma_release.
+  // Tuning::tma planes ahead (1, 2), the tile (tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8 or
+  // 64 x 16; the last with blocks of 16 warps, two rows a thread) and tma_release.
+  template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps>
+  void launch_tma_release(int in, int out) {
+    if constexpr (kFlux) {
+      launch_tma_at<kDims, kFlux, kSlots, kW, kRows, kWarps, false>(in, out);  // (a barrier a plane: the faces)
+    } else if (tuning_.tma_release) {
+      launch_tma_at<kDims, kFlux, kSlots, kW, kRows, kWarps, true>(in, out);
+    } else {
+      launch_tma_at<kDims, kFlux, kSlots, kW, kRows, kWarps, false>(in, out);
+    }
+  }
   template <int kDims, bool kFlux, int kSlots>
   void launch_tma_slots(int in, int out) {
-    if (tuning_.tma_rows == 2) {
-      return tuning_.tma_release ? launch_tma_at<kDims, kFlux, kSlots, 2, true, 1>(in, out)
-                                 : launch_tma_at<kDims, kFlux, kSlots, 2, false, 1>(in, out);
+    if (tuning_.tma_wide) {
+      return tuning_.tma_rows == 4 ? launch_tma_release<kDims, kFlux, kSlots, 64, 2, 16>(in, out)
+                                   : launch_tma_release<kDims, kFlux, kSlots, 64, 2, 8>(in, out);
     }
-    return tuning_.tma_release ? launch_tma_at<kDims, kFlux, kSlots, 1, true, 1>(in, out)
-                               : launch_tma_at<kDims, kFlux, kSlots, 1, false, 1>(in, out);
+    return tuning_.tma_rows == 2 ? launch_tma_release<kDims, kFlux, kSlots, 32, 2, 8>(in, out)
+                                 : launch_tma_release<kDims, kFlux, kSlots, 32, 1, 8>(in, out);
+  }
+  // The box of Tuning's tile (TmaBox).
+  std::uint32_t tma_box_x() const { return tuning_.tma_wide ? TmaBox<T, 64, 2, 8>::kX : TmaBox<T, 32, 1, 8>::kX; }
+  std::uint32_t tma_box_y() const {
+    if (tuning_.tma_wide) return tuning_.tma_rows == 4 ? TmaBox<T, 64, 2, 16>::kY : TmaBox<T, 64, 2, 8>::kY;
+    return tuning_.tma_rows == 2 ? TmaBox<T, 32, 2, 8>::kY : TmaBox<T, 32, 1, 8>::kY;
   }
 
-  // The tensor maps of both states' fields for the tma kernel (one plane of a 32 x 8 tile and its
-  // ring per copy). False where the kernel cannot run: rows not a multiple of 16 bytes, no driver
+  // The tensor maps of both states' fields for the tma kernel (one plane of a tile and its ring per
+  // copy). False where the kernel cannot run: rows not a multiple of 16 bytes, no driver
   // entry point, or an encoding the driver refuses; the other kernels then run.
   bool make_tma_maps() {
     if (!::simkit::cuda::tma_supported(device_)) return false;
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(g_.nx), static_cast<std::uint64_t>(g_.ny),
                                    static_cast<std::uint64_t>(g_.nz)};
     const std::uint64_t row = static_cast<std::uint64_t>(g_.nx) * sizeof(T), plane = row * g_.ny;
-    const int rows = tuning_.tma_rows == 2 ? TmaBox<T, 2>::kY : TmaBox<T, 1>::kY;
-    const std::uint32_t box[3] = {TmaBox<T, 1>::kX, static_cast<std::uint32_t>(rows), 1};
+    const std::uint32_t box[3] = {tma_box_x(), tma_box_y(), 1};
     // In device memory (64-byte aligned, as the copies require): [state][n, f, c].
     std::vector<CUtensorMap> maps(6);
     for (int st = 0; st < 2; ++st) {
@@ -1142,24 +1306,26 @@ template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
                                 const SlabSetup& slab) {
   // Measured on an H200 (docs/performance.md), 35-plane chunks (kSlabAlignment): the TMA-staged
-  // kernel on Hopper when rows are whole 16-byte multiples, on 32 x 16 tiles one plane ahead in the
-  // expanded form (slots handed back by mbarrier in fp32) and two in fp32 flux, on 32 x 8 tiles two
-  // planes ahead in fp64 flux. Otherwise, and on the series steps (fused reductions): fp32 the
-  // marching kernel (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in
-  // flight, registers for 4 blocks a SM).
+  // kernel on Hopper when rows are whole 16-byte multiples, one plane ahead in the expanded form
+  // and two in the flux form, on 64 x 8 tiles in fp32 and 32 x 16 tiles in fp64, a block barrier
+  // a plane. Otherwise, and on the series steps (fused reductions): fp32 the marching kernel
+  // (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in flight, registers
+  // for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
   tuning.tma = flux ? 2 : 1;
-  tuning.tma_rows = fp32 || !flux ? 2 : 1;
-  tuning.tma_release = fp32 && !flux;
+  tuning.tma_rows = 2;
+  tuning.tma_wide = fp32;
   // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives
-  // fewer than four 32 x 16 tile chunks an SM: on 200 x 200 x 70 and 2048 x 2048 x 1 the marching
-  // kernel measured faster (docs/performance.md).
+  // fewer than four tile chunks (of 512 nodes a plane) an SM: on 200 x 200 x 70 and 2048 x 2048 x 1
+  // the marching kernel measured faster (docs/performance.md).
   int sms = 0;
   SIMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options.device));
   const long long planes = slab.slab.own_end - slab.slab.own_begin;
-  const long long chunks = (static_cast<long long>(problem.grid.nx) + 31) / 32 * ((problem.grid.ny + 15) / 16) *
+  const int tile_x = fp32 ? 64 : 32, tile_y = 512 / tile_x;
+  const long long chunks = (static_cast<long long>(problem.grid.nx) + tile_x - 1) / tile_x *
+                           ((problem.grid.ny + tile_y - 1) / tile_y) *
                            ((planes + kSlabAlignment - 1) / kSlabAlignment);
   if (problem.grid.nz == 1 || chunks < 4LL * sms) tuning.tma = 0;
   // A diagnostic override (tests, benchmarks): SIMKIT_ANGIO_KERNEL=tma takes the TMA-staged kernel
@@ -1177,14 +1343,14 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&,
-                                                   const SlabSetup&);
+                                                    const SlabSetup&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&,
-                                                     const SlabSetup&);
+                                                      const SlabSetup&);
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, int, const Tuning&);
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, const RunOptions&,
-                                                   const SlabSetup&);
+                                                    const SlabSetup&);
 template std::unique_ptr<Solver<double>> make<double>(const Problem&, const Fields<double>&, const RunOptions&,
-                                                     const SlabSetup&);
+                                                      const SlabSetup&);
 
 }  // namespace simkit::angio::detail::cuda

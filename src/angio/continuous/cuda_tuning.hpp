@@ -8,17 +8,18 @@
 namespace simkit::angio::detail::cuda {
 
 struct Tuning {
-  int chunk = 8;       // planes per block column (0: all of them; 8 to 47 measured best, docs/performance.md)
-  bool naive = false;  // one thread per node, every load through the caches (baseline)
-  int tile_x = 32;     // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
-  bool pair = false;   // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
-  int blocks = 0;      // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 3, 4 or 6
-                       // marching; 3 pairs; 4 or 6 staged)
-  int staged = 0;      // > 0: the staged kernel with this many planes' copies in flight (1, 2; fp32 also 3, 4)
-  int tma = 0;         // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
-  int tma_rows = 1;    // the TMA kernel's rows per thread (1, 2: tiles of 32 x 8 or 32 x 16)
+  int chunk = 8;             // planes per block column (0: all of them; 8 to 47 measured best, docs/performance.md)
+  bool naive = false;        // one thread per node, every load through the caches (baseline)
+  int tile_x = 32;           // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
+  bool pair = false;         // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
+  int blocks = 0;            // blocks per SM the registers must allow (0: the kernel's own, 5 marching fp32; 3, 4 or 6
+                             // marching; 3 pairs; 4 or 6 staged)
+  int staged = 0;            // > 0: the staged kernel with this many planes' copies in flight (1, 2; fp32 also 3, 4)
+  int tma = 0;               // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
+  int tma_rows = 1;          // the TMA kernel's tile: 1, 2 (32 x 8, 32 x 16); wide 2, 4 (64 x 8, 64 x 16 in 16 warps)
+  bool tma_wide = false;     // the TMA kernel's tiles 64 columns wide (64 x 8 or 64 x 16) instead of 32
   bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
-  bool carry = true;   // marching flux form: each column's z face computed once, carried up (the same bits)
+  bool carry = true;         // marching flux form: each column's z face computed once, carried up (the same bits)
 };
 
 template <class T>
