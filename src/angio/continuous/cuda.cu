@@ -1166,6 +1166,10 @@ class CudaSolver final : public Solver<T> {
   // entry point, or an encoding the driver refuses; the other kernels then run.
   bool make_tma_maps() {
     if (!::simkit::cuda::tma_supported(device_)) return false;
+    // A binary whose code for this device came from PTX below compute_90 holds the trap instead.
+    cudaFuncAttributes built{};
+    SIMKIT_CUDA_CHECK(cudaFuncGetAttributes(&built, tma_kernel<T, 3, false, 3, 32, 1, 8, false, kTmaMinBlocks<T, 1>>));
+    if (built.ptxVersion < 90) return false;
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(g_.nx), static_cast<std::uint64_t>(g_.ny),
                                    static_cast<std::uint64_t>(g_.nz)};
     const std::uint64_t row = static_cast<std::uint64_t>(g_.nx) * sizeof(T), plane = row * g_.ny;
