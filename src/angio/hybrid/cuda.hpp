@@ -54,7 +54,8 @@ struct RawRealisation {
 
 // Where the time went (seconds), summed over calls: the initial fields on the host (setup), device
 // memory (allocate), uploading the initial fields, the kernel launches, downloading the logs, and
-// rebuilding the realisations on the host (rebuild).
+// rebuilding the realisations on the host (rebuild: the rebuilding thread's busy time, which
+// overlaps the next batches' kernels).
 struct Timing {
   double setup = 0, allocate = 0, upload = 0, kernel = 0, download = 0, rebuild = 0;
 };

@@ -1,12 +1,19 @@
 // The hybrid model's cuda backend, host side: runs the ensemble kernel (cuda.cu), runs again
 // with four times the capacity any realisation that outgrew its buffers, and rebuilds each
-// realisation from its segment log with the reference's own builder.
+// realisation from its segment log with the reference's own builder, on a worker thread while the
+// GPU runs the next batches.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "angio/hybrid/cuda.hpp"
 #include "angio/hybrid/detail.hpp"
@@ -15,6 +22,83 @@
 #include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
+namespace {
+
+// Rebuilds finished realisations while the GPU runs the next batches: the batches hand each
+// finished realisation over as it is downloaded, and a worker thread rebuilds what has arrived on
+// every host thread (each realisation on its own). The rebuild is then off the GPU's critical path
+// except for the last batch's (docs/scale-out.md: ranks that share a host). Results do not depend
+// on the order: each realisation is rebuilt from its own log into its own slot.
+class Rebuilder {
+ public:
+  explicit Rebuilder(std::function<void(std::vector<RawRealisation>&)> rebuild)
+      : rebuild_(std::move(rebuild)), worker_([this] { loop(); }) {}
+  Rebuilder(const Rebuilder&) = delete;
+  Rebuilder& operator=(const Rebuilder&) = delete;
+  // Without finish (an error or a stop elsewhere): what is queued is dropped, a rebuild under way ends.
+  ~Rebuilder() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      abandoned_ = true;
+    }
+    close();
+  }
+
+  void push(RawRealisation&& raw) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(raw));
+    }
+    ready_.notify_one();
+  }
+  // Everything handed over is rebuilt; the worker's first error, if any, is thrown here.
+  void finish() {
+    close();
+    if (error_) std::rethrow_exception(error_);
+  }
+  double busy() const { return busy_; }  // seconds spent rebuilding (after finish)
+
+ private:
+  void close() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_one();
+    if (worker_.joinable()) worker_.join();
+  }
+  void loop() {
+    for (;;) {
+      std::vector<RawRealisation> work;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+        if (abandoned_ || queue_.empty()) return;
+        work.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+        queue_.clear();
+      }
+      if (error_) continue;  // drop the rest after an error
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        rebuild_(work);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      busy_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+
+  std::function<void(std::vector<RawRealisation>&)> rebuild_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<RawRealisation> queue_;
+  bool closed_ = false, abandoned_ = false;
+  std::exception_ptr error_;  // the worker's, read after the join
+  double busy_ = 0;
+  std::thread worker_;  // last: starts once everything above exists
+};
+
+}  // namespace
 
 std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing,
@@ -62,23 +146,11 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   std::vector<int> pending(static_cast<std::size_t>(replicates));
   for (int r = 0; r < replicates; ++r) pending[static_cast<std::size_t>(r)] = r;
   int done = 0;
-  while (!pending.empty()) {
-    std::vector<int> overflowed;
-    std::vector<RawRealisation> finished;
-    run_realisations(
-        kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
-        [&](RawRealisation&& raw) {
-          if (raw.overflow) {
-            overflowed.push_back(raw.index);
-          } else {
-            finished.push_back(std::move(raw));
-          }
-        },
-        timing, initial_capacity.row_copies, stop);
-    // Rebuild the finished realisations on every host thread (each on its own).
-    const Clock::time_point rebuild_start = Clock::now();
+  // The worker's OpenMP teams take this thread's count (--threads), which a new thread would not inherit.
+  const int threads = omp_get_max_threads();
+  Rebuilder rebuilder([&](std::vector<RawRealisation>& finished) {
     const auto count = static_cast<std::int64_t>(finished.size());
-    parallel_for(0, count, Schedule{omp_get_max_threads(), 4}, [&](std::int64_t k) {
+    parallel_for(0, count, Schedule{threads, 4}, [&](std::int64_t k) {
       RawRealisation& raw = finished[static_cast<std::size_t>(k)];
       std::vector<Segment> log;
       const std::size_t n = raw.from.size();
@@ -100,7 +172,19 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
         if (progress) progress(done, replicates);
       }
     });
-    rebuild += since(rebuild_start);
+  });
+  while (!pending.empty()) {
+    std::vector<int> overflowed;
+    run_realisations(
+        kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
+        [&](RawRealisation&& raw) {
+          if (raw.overflow) {
+            overflowed.push_back(raw.index);
+          } else {
+            rebuilder.push(std::move(raw));
+          }
+        },
+        timing, initial_capacity.row_copies, stop);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
     if (segments > std::numeric_limits<std::int64_t>::max() / 8 || tips > std::numeric_limits<int>::max() / 8) {
@@ -109,6 +193,9 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
     segments *= 4;
     tips *= 4;
   }
+  rebuilder.finish();
+  // The rebuilding thread's busy time: most of it overlapped the batches' kernels.
+  rebuild = rebuilder.busy();
   if (timing) timing->rebuild += rebuild;
   return out;
 }
