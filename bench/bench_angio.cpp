@@ -158,9 +158,9 @@ BENCHMARK(BM_ThreeFieldCopy)
 // form (0 expanded, 1 flux), chunk (cuda), naive (cuda), series (reduce every 10th step), tile
 // (cuda: the block's tile is tile by 256 / tile nodes; with kernel 3 the planes in flight), kernel
 // (cuda: 0 marching or naive, 1 two steps per pass, 2 marching without the flux form's z-face
-// carry, 3 staged, 7 TMA-staged: `tile` = planes ahead + 10 x rows per thread + 100 when slots go
-// back by mbarrier + 1000 for 64-wide tiles (rows 4: 64 x 16 in blocks of 16 warps)), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's
-// own).
+// carry, 3 staged, 7 TMA-staged, 8 two steps per pass through TMA (tile 32 or 64 wide): `tile` = planes ahead + 10 x
+// rows per thread + 100 when slots go back by mbarrier + 1000 for 64-wide tiles (rows 4: 64 x 16 in blocks of 16
+// warps)), blocks (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -181,10 +181,16 @@ void run_case(benchmark::State& state) {
     detail::cuda::Tuning tuning;
     tuning.chunk = static_cast<int>(state.range(4));
     tuning.naive = state.range(5) != 0;
-    tuning.tile_x = state.range(8) == 7 ? 32 : static_cast<int>(state.range(7));
+    tuning.tile_x = state.range(8) >= 7 ? 32 : static_cast<int>(state.range(7));
     tuning.pair = state.range(8) == 1;
     if (state.range(8) == 3) tuning.staged = static_cast<int>(state.range(7));
     tuning.carry = state.range(8) != 2;
+    if (state.range(8) == 8) {  // two steps per pass through TMA: tile 64 (64 x 8) or 32 (32 x 8)
+      tuning.tma = 1;
+      tuning.tma_rows = 2;
+      tuning.tma_pair = true;
+      tuning.tma_wide = state.range(7) == 64;
+    }
     if (state.range(8) == 7) {  // tile: see above
       tuning.tma = static_cast<int>(state.range(7) % 10);
       tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
@@ -236,7 +242,8 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
     b->Args({3, 0, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see `tile` above; 121 default)
     b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)
   }
-  b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});   // series every call (10 steps)
+  for (int tile : {32, 64}) b->Args({3, 0, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
+  b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});                              // series every call (10 steps)
   b->Args({3, 0, 0, 0, 35, 0, 1, 121, 7, 0});  // the same with the TMA default (series steps: marching)
   b->Args({3, 0, 1, 0, 35, 0, 0, 121, 7, 0});  // 200 x 200 x 70, TMA default
   b->Args({3, 0, 2, 0, 35, 0, 0, 121, 7, 0});  // 2048 x 2048 (2D), TMA default
@@ -263,10 +270,11 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
     b->Args({3, 1, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see cuda_cases; 21 default)
     b->Args({3, 1, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (2 default)
   }
-  b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});  // staged, 1 plane in flight
-  b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});  // staged, no register cap
-  b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});  // default, series
-  b->Args({3, 1, 0, 1, 35, 0, 1, 2, 3, 4});  // flux default, series
+  for (int tile : {32, 64}) b->Args({3, 1, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
+  b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});                               // staged, 1 plane in flight
+  b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});                               // staged, no register cap
+  b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});                               // default, series
+  b->Args({3, 1, 0, 1, 35, 0, 1, 2, 3, 4});                               // flux default, series
   for (int blocks : {0, 3})
     for (int chunk : {35, 47}) b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 1, blocks});  // two steps per pass
   b->Args({3, 1, 0, 0, 47, 0, 1, 32, 1, 3});                                       // series, two steps per pass

@@ -159,6 +159,31 @@ TEST(AngioCuda, TmaKernelAgrees) {
   }
 }
 
+// Two steps per pass through TMA (expanded form; the flux form's run takes single steps): the grids
+// above (the 2D one takes single steps), both tiles, chunks from one plane to whole columns, an odd step count (the
+// last step single) and an even one (the last pair reduced by the classic pair kernel), TAF diffusion on.
+TEST(AngioCuda, TmaPairKernelAgrees) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  const Grid grids[] = {
+      {4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 3, 1.0 / 131}, {68, 17, 1, 1.0 / 67}};
+  for (const Grid& g : grids) {
+    for (int chunk : {0, 1, 3, 5}) {
+      detail::cuda::Tuning tma;
+      tma.tma = 1;
+      tma.tma_rows = 2;
+      tma.tma_pair = true;
+      tma.tma_wide = chunk % 2 == 1;
+      tma.chunk = chunk;
+      compare_with_reference<float>(g, Form::Expanded, 21, 90 + chunk, tma);
+      compare_with_reference<float>(g, Form::Expanded, 20, 91 + chunk, tma, 0.002);
+      compare_with_reference<double>(g, Form::Expanded, 21, 92 + chunk, tma, 0.002);
+      compare_with_reference<double>(g, Form::Expanded, 20, 93 + chunk, tma);
+      tma.chunk = chunk + 1;  // the flux form takes the one-step TMA kernel
+      compare_with_reference<float>(g, Form::Flux, 21, 94 + chunk, tma, 0.002);
+    }
+  }
+}
+
 TEST(AngioCuda, KernelVariantsAgree) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   const Grid g{67, 45, 23, 1.0 / 66};

@@ -204,7 +204,7 @@ struct TmaBox {
   static_assert(kW == 32 || kW == 64);
   static constexpr int kWarpsX = kW / 32;            // warps across a row
   static constexpr int kRowStep = kWarps / kWarpsX;  // between a thread's rows
-  static constexpr int kTileY = kRowStep * kRows;  // rows of the tile
+  static constexpr int kTileY = kRowStep * kRows;    // rows of the tile
   static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
   static constexpr int kX = kW + 2 * kPad;
   static constexpr int kY = kTileY + 2;
@@ -396,8 +396,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
           if (kDims == 3) {
             z_up[r] = face_flux(m, c0, above[r][2], f0, above[r][1], n0, above[r][0]);
             if (!g.carry) z_face[r].known = false;
-            g_down[r][2] = z_face[r].known ? z_face[r].flux
-                                           : face_flux(m, low[r][2], c0, low[r][1], f0, low[r][0], n0);
+            g_down[r][2] = z_face[r].known ? z_face[r].flux : face_flux(m, low[r][2], c0, low[r][1], f0, low[r][0], n0);
             z_face[r] = FaceCarry<T>{z_up[r], true};
           }
           face[ry * (kW + 1) + cx] = g_down[r][0];
@@ -454,6 +453,157 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
         __syncwarp();
         if (tx == 0) mbar_arrive(empty + kMid);
       }
+    }
+  }
+#endif
+}
+
+// Two steps per pass through the Tensor Memory Accelerator (expanded form, 3D, nz >= 3): a block
+// owns a kW x kTY tile and marches up its chunk. Each plane of the input state on the tile plus a
+// two-node ring comes into a ring of kSlots slots as one bulk tensor copy per field (as in
+// tma_kernel). For each plane p the block makes the intermediate state u1 on the tile plus a
+// one-node ring (the first step, every operand from shared memory) into a ring of four u1 planes,
+// then, after one block barrier, the final state of plane p - 1 on the tile from u1 planes p - 2,
+// p - 1 and p (the second step). Device memory sees each input once and each output once per two
+// steps. At the grid's faces the first step skips ring nodes outside the grid (the second step's
+// mirror offsets never read them); at its ends in z the first step makes u1 at planes -1 and nz
+// from the input mirrored twice (planes 2, 1, 0 for -1), which is u1 at planes 1 and nz - 2 with
+// the two z neighbours swapped: the same bits, as the expanded form's z terms are symmetric (sums,
+// and products of two differences that both change sign). Both steps run update_node_fixed: the
+// same bits as two single steps.
+template <class T, int kW, int kTY>
+struct TmaPairBox {
+  static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
+  static constexpr int kX0 = kW + 2 * kPad, kY0 = kTY + 4;  // the input box
+  static constexpr int kBytes0 = kX0 * kY0 * static_cast<int>(sizeof(T));
+  static constexpr int kStride0 = 128 * ((kBytes0 + 127) / 128);      // bytes between fields of an input slot
+  static constexpr int kX1 = kW + 2, kY1 = kTY + 2, kN1 = kX1 * kY1;  // the u1 region
+  static constexpr int kSlots = 4, kU1 = 4;                           // input slots, u1 planes
+  static constexpr int kU1Bytes = 8 * ((kU1 * 3 * kN1 * static_cast<int>(sizeof(T)) + 7) / 8);
+  static constexpr int smem() { return kSlots * 3 * kStride0 + kU1Bytes + kSlots * 8; }
+};
+
+template <class T, int kW, int kTY, int kMin>
+__global__ void __launch_bounds__(kThreads, kMin)
+    pair_tma_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
+                    T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // never launched below sm_90 (make_tma_maps)
+#else
+  using Box = TmaPairBox<T, kW, kTY>;
+  constexpr int kSlots = Box::kSlots, kN1 = Box::kN1, kX0 = Box::kX0, kX1 = Box::kX1;
+  constexpr int kF0 = Box::kStride0 / static_cast<int>(sizeof(T));  // between fields of an input slot
+  constexpr int kOut = kW * kTY / kThreads;                         // second-step nodes a thread
+  static_assert(kW * kTY % kThreads == 0 && kThreads % kW == 0);
+  extern __shared__ __align__(128) unsigned char tma_smem[];
+  const T* ring = reinterpret_cast<const T*>(tma_smem);
+  T* u1 = reinterpret_cast<T*>(tma_smem + kSlots * 3 * Box::kStride0);
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kSlots * 3 * Box::kStride0 + Box::kU1Bytes);
+  const int i0 = blockIdx.x * kW, j0 = blockIdx.y * kTY;
+  const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
+  if (l1 <= l0) return;
+  const int count = l1 - l0 + 4;  // input planes l0 - 2 ... l1 + 1, mirrored twice at the grid's ends
+  const int plane = static_cast<int>(g.plane);
+  auto mirrored2 = [&](int p) { return p < 0 ? -p : (p >= g.nz ? 2 * (g.nz - 1) - p : p); };
+  auto issue = [&](int k) {  // thread 0: input plane k of the sequence into slot k % kSlots
+    if (k < count) {
+      const int s = k % kSlots;
+      unsigned char* dst = tma_smem + s * 3 * Box::kStride0;
+      mbar_expect_tx(full + s, 3 * Box::kBytes0);
+      for (int a = 0; a < 3; ++a)
+        tma_load_3d(dst + a * Box::kStride0, maps + a, i0 - Box::kPad, j0 - 2, mirrored2(l0 - 2 + k), full + s);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kSlots; ++s) mbar_init(full + s, 1);
+    mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kSlots; ++k) issue(k);
+  // The second step's nodes: their cells in the u1 region and its in-plane neighbours (mirrored).
+  int at[kOut][5], here[kOut];
+  bool inside[kOut];
+#pragma unroll
+  for (int r = 0; r < kOut; ++r) {
+    const int e = threadIdx.x + kThreads * r, i = i0 + e % kW, j = j0 + e / kW;
+    const int own = (e / kW + 1) * kX1 + e % kW + 1;
+    at[r][0] = own;
+    at[r][1] = own + (upper_neighbour(i, g.nx) - i);
+    at[r][2] = own + (lower_neighbour(i, g.nx) - i);
+    at[r][3] = own + (upper_neighbour(j, g.ny) - j) * kX1;
+    at[r][4] = own + (lower_neighbour(j, g.ny) - j) * kX1;
+    inside[r] = i < g.nx && j < g.ny;
+    here[r] = inside[r] ? l0 * plane + j * g.nx + i : 0;
+  }
+  // The first step's nodes (the u1 region, kIn a thread, the last one partly): their cells in the
+  // input box and its in-plane neighbours (mirrored), or -1 outside the grid (never read).
+  constexpr int kIn = (kN1 + kThreads - 1) / kThreads;
+  int nb[kIn][5];
+#pragma unroll
+  for (int k = 0; k < kIn; ++k) {
+    const int e = threadIdx.x + kThreads * k, px = e % kX1, py = e / kX1, i = i0 - 1 + px, j = j0 - 1 + py;
+    const int b = (py + 1) * kX0 + px - 1 + Box::kPad;
+    const bool use = e < kN1 && i >= 0 && i < g.nx && j >= 0 && j < g.ny;
+    nb[k][0] = use ? b : -1;
+    nb[k][1] = b + (upper_neighbour(i, g.nx) - i);
+    nb[k][2] = b + (lower_neighbour(i, g.nx) - i);
+    nb[k][3] = b + (upper_neighbour(j, g.ny) - j) * kX0;
+    nb[k][4] = b + (lower_neighbour(j, g.ny) - j) * kX0;
+  }
+  mbar_wait(full + 0, 0);
+  mbar_wait(full + 1, 0);
+  // u1 plane p = l0 - 1 + q from input planes q, q + 1, q + 2 of the sequence.
+  for (int q = 0; q < l1 - l0 + 2; ++q) {
+    mbar_wait(full + (q + 2) % kSlots, static_cast<unsigned>((q + 2) / kSlots) & 1u);
+    const T* lo = ring + (q % kSlots) * 3 * kF0;
+    const T* mid = ring + ((q + 1) % kSlots) * 3 * kF0;
+    const T* hi = ring + ((q + 2) % kSlots) * 3 * kF0;
+    T* out1 = u1 + (q % Box::kU1) * 3 * kN1;
+#pragma unroll
+    for (int k = 0; k < kIn; ++k) {
+      if (nb[k][0] < 0) continue;  // outside the grid or the region: never read (the second step mirrors)
+      const int e = threadIdx.x + kThreads * k, b = nb[k][0];
+      Stencil<T> s;
+      T nn[7];
+#pragma unroll
+      for (int d = 0; d < 5; ++d) {
+        nn[d] = mid[nb[k][d]];
+        s.f[d] = mid[kF0 + nb[k][d]];
+        s.c[d] = mid[2 * kF0 + nb[k][d]];
+      }
+      nn[5] = hi[b], s.f[5] = hi[kF0 + b], s.c[5] = hi[2 * kF0 + b];
+      nn[6] = lo[b], s.f[6] = lo[kF0 + b], s.c[6] = lo[2 * kF0 + b];
+      update_node_fixed<3, false>(m, sc, nn, s, out1[e], out1[kN1 + e], out1[2 * kN1 + e]);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) issue(q + kSlots);  // input plane q is done with
+    if (q < 2) continue;
+    // The second step: plane l0 + q - 2 from u1 planes q - 2, q - 1, q.
+    const T* lo1 = u1 + ((q - 2) % Box::kU1) * 3 * kN1;
+    const T* mid1 = u1 + ((q - 1) % Box::kU1) * 3 * kN1;
+    const T* hi1 = u1 + (q % Box::kU1) * 3 * kN1;
+#pragma unroll
+    for (int r = 0; r < kOut; ++r) {
+      Stencil<T> s;
+      T nn[7];
+#pragma unroll
+      for (int d = 0; d < 5; ++d) {
+        nn[d] = mid1[at[r][d]];
+        s.f[d] = mid1[kN1 + at[r][d]];
+        s.c[d] = mid1[2 * kN1 + at[r][d]];
+      }
+      const int o = at[r][0];
+      nn[5] = hi1[o], s.f[5] = hi1[kN1 + o], s.c[5] = hi1[2 * kN1 + o];
+      nn[6] = lo1[o], s.f[6] = lo1[kN1 + o], s.c[6] = lo1[2 * kN1 + o];
+      T n_new, f_new, c_new;
+      update_node_fixed<3, false>(m, sc, nn, s, n_new, f_new, c_new);
+      if (inside[r]) {
+        n_out[here[r]] = n_new;
+        f_out[here[r]] = f_new;
+        c_out[here[r]] = c_new;
+      }
+      here[r] += plane;
     }
   }
 #endif
@@ -768,7 +918,10 @@ class CudaSolver final : public Solver<T> {
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
     for (std::int64_t s = 0; s < steps;) {
-      const bool pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive && s + 2 <= steps;
+      // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
+      // ends on a series row (the fused reductions are the single-step kernels').
+      const bool pair = (tuning_.pair || (pair_tma_ && !(reduce && s + 2 == steps))) && tuning_.staged == 0 &&
+                        !tuning_.naive && s + 2 <= steps;
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
@@ -1080,6 +1233,10 @@ class CudaSolver final : public Solver<T> {
   template <int kDims, bool kFlux>
   void launch(int in, int out, bool reduce, bool pair) {
     if (pair) {
+      if constexpr (kDims == 3 && !kFlux) {
+        if (pair_tma_ && !reduce)
+          return tuning_.tma_wide ? launch_pair_tma<64, 8>(in, out) : launch_pair_tma<32, 8>(in, out);
+      }
       const dim3 grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
       if (reduce) {
         run_step(pair_kernel<T, kDims, kFlux, true>, grid, in, out, partials_.data());
@@ -1131,7 +1288,7 @@ class CudaSolver final : public Solver<T> {
     }
     const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + Box::kTileY - 1) / Box::kTileY, grid_.z);
     kernel<<<grid, 32 * kWarps, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
-                                     c_[out].data());  // never a series step: no partials
+                                        c_[out].data());  // never a series step: no partials
   }
   // Tuning::tma planes ahead (1, 2), the tile (tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8 or
   // 64 x 16; the last with blocks of 16 warps, two rows a thread) and tma_release.
@@ -1154,6 +1311,24 @@ class CudaSolver final : public Solver<T> {
     return tuning_.tma_rows == 2 ? launch_tma_release<kDims, kFlux, kSlots, 32, 2, 8>(in, out)
                                  : launch_tma_release<kDims, kFlux, kSlots, 32, 1, 8>(in, out);
   }
+  // Two steps per pass through TMA (Tuning::tma_pair): tiles of kW x kTY.
+  template <int kW, int kTY>
+  void launch_pair_tma(int in, int out) {
+    using Box = TmaPairBox<T, kW, kTY>;
+    // Registers for 4 (fp32) or 3 (fp64) blocks a SM on 32 x 8 tiles, one fewer on 64 x 8 (their
+    // shared memory allows no more).
+    constexpr int kMin = (sizeof(T) == 4 ? 4 : 3) - (kW == 64 ? 1 : 0);
+    auto kernel = pair_tma_kernel<T, kW, kTY, kMin>;
+    const int smem = Box::smem();
+    if (!pair_configured_) {
+      SIMKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      pair_configured_ = true;
+    }
+    const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + kTY - 1) / kTY, grid_.z);
+    kernel<<<grid, kThreads, smem>>>(dims_, m_, sc_, chunk_, pair_maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
+                                     c_[out].data());
+  }
+
   // The box of Tuning's tile (TmaBox).
   std::uint32_t tma_box_x() const { return tuning_.tma_wide ? TmaBox<T, 64, 2, 8>::kX : TmaBox<T, 32, 1, 8>::kX; }
   std::uint32_t tma_box_y() const {
@@ -1183,6 +1358,25 @@ class CudaSolver final : public Solver<T> {
     }
     maps_.resize(maps.size());
     maps_.upload(maps);
+    // The two-steps-per-pass kernel's boxes (a two-node ring): expanded form, 3D, whole grids of
+    // three planes or more (the flux form measured slower, 54 % against 71 % in fp32).
+    if (tuning_.tma_pair && !sc_.flux && !link_ && g_.nz >= 3) {
+      const std::uint32_t pair_box[3] = {
+          static_cast<std::uint32_t>(tuning_.tma_wide ? TmaPairBox<T, 64, 8>::kX0 : TmaPairBox<T, 32, 8>::kX0),
+          static_cast<std::uint32_t>(TmaPairBox<T, 32, 8>::kY0), 1};
+      std::vector<CUtensorMap> pair(6);
+      bool made = true;
+      for (int st = 0; st < 2 && made; ++st) {
+        const T* data[3] = {n_[st].data(), f_[st].data(), c_[st].data()};
+        for (int a = 0; a < 3 && made; ++a)
+          made = ::simkit::cuda::encode_tensor_map_3d(&pair[3 * st + a], data[a], dims, row, plane, pair_box);
+      }
+      if (made) {
+        pair_maps_.resize(pair.size());
+        pair_maps_.upload(pair);
+        pair_tma_ = true;
+      }
+    }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     return true;
   }
@@ -1282,6 +1476,8 @@ class CudaSolver final : public Solver<T> {
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
   bool tma_configured_ = false;  // its shared memory allowance is set
   DeviceBuffer<CUtensorMap> maps_;
+  bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
+  DeviceBuffer<CUtensorMap> pair_maps_;
   bool ipc_ = false;
   T* peer_[2][2][3] = {};
   cudaEvent_t peer_events_[2][4] = {};
@@ -1312,15 +1508,17 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   // Measured on an H200 (docs/performance.md), 35-plane chunks (kSlabAlignment): the TMA-staged
   // kernel on Hopper when rows are whole 16-byte multiples, one plane ahead in the expanded form
   // and two in the flux form, on 64 x 8 tiles in fp32 and 32 x 16 tiles in fp64, a block barrier
-  // a plane. Otherwise, and on the series steps (fused reductions): fp32 the marching kernel
-  // (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in flight, registers
-  // for 4 blocks a SM).
+  // a plane; in the expanded form two steps per pass through TMA (64 x 8 tiles in fp32, 32 x 8 in
+  // fp64; an odd step and the steps that end on a series row single). Otherwise, and on the series steps (fused
+  // reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in
+  // flight, registers for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
   tuning.tma = flux ? 2 : 1;
   tuning.tma_rows = 2;
   tuning.tma_wide = fp32;
+  tuning.tma_pair = !flux;
   // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives
   // fewer than four tile chunks (of 512 nodes a plane) an SM: on 200 x 200 x 70 and 2048 x 2048 x 1
   // the marching kernel measured faster (docs/performance.md).
@@ -1329,8 +1527,7 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   const long long planes = slab.slab.own_end - slab.slab.own_begin;
   const int tile_x = fp32 ? 64 : 32, tile_y = 512 / tile_x;
   const long long chunks = (static_cast<long long>(problem.grid.nx) + tile_x - 1) / tile_x *
-                           ((problem.grid.ny + tile_y - 1) / tile_y) *
-                           ((planes + kSlabAlignment - 1) / kSlabAlignment);
+                           ((problem.grid.ny + tile_y - 1) / tile_y) * ((planes + kSlabAlignment - 1) / kSlabAlignment);
   if (problem.grid.nz == 1 || chunks < 4LL * sms) tuning.tma = 0;
   // A diagnostic override (tests, benchmarks): SIMKIT_ANGIO_KERNEL=tma takes the TMA-staged kernel
   // wherever it can run, =classic never; other values are ignored. Every kernel gives the same bits.
