@@ -178,6 +178,9 @@ TEST(AngioCuda, TmaPairKernelAgrees) {
       compare_with_reference<float>(g, Form::Expanded, 20, 91 + chunk, tma, 0.002);
       compare_with_reference<double>(g, Form::Expanded, 21, 92 + chunk, tma, 0.002);
       compare_with_reference<double>(g, Form::Expanded, 20, 93 + chunk, tma);
+      tma.staged = 2;  // as the fp64 defaults: single steps with reductions by the staged kernel
+      compare_with_reference<double>(g, Form::Expanded, 21, 96 + chunk, tma);
+      tma.staged = 0;
       tma.chunk = chunk + 1;  // the flux form takes the one-step TMA kernel
       compare_with_reference<float>(g, Form::Flux, 21, 94 + chunk, tma, 0.002);
     }

@@ -920,8 +920,8 @@ class CudaSolver final : public Solver<T> {
     for (std::int64_t s = 0; s < steps;) {
       // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
       // ends on a series row (the fused reductions are the single-step kernels').
-      const bool pair = (tuning_.pair || (pair_tma_ && !(reduce && s + 2 == steps))) && tuning_.staged == 0 &&
-                        !tuning_.naive && s + 2 <= steps;
+      const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
+      const bool pair = (classic_pair || (pair_tma_ && !(reduce && s + 2 == steps))) && s + 2 <= steps;
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
