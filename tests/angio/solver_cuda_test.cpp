@@ -160,8 +160,9 @@ TEST(AngioCuda, TmaKernelAgrees) {
 }
 
 // Two steps per pass through TMA (expanded form; the flux form's run takes single steps): the grids
-// above (the 2D one takes single steps), both tiles, chunks from one plane to whole columns, an odd step count (the
-// last step single) and an even one (the last pair reduced by the classic pair kernel), TAF diffusion on.
+// above (the 2D one takes single steps), both tiles, chunks from one plane to whole columns, an odd
+// step count (the last step single) and an even one (the pair that would end on the series row
+// runs as two single steps), TAF diffusion on.
 TEST(AngioCuda, TmaPairKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   const Grid grids[] = {

@@ -220,8 +220,9 @@ struct TmaBox {
   }
 };
 
-// Blocks per SM the tma kernel's registers are capped for (none spills; with the own column in
-// registers the uncapped kernel took 72 in fp32 with two rows and 82 in fp64 with one).
+// Blocks per SM the tma kernel's registers are capped for (with the own column in registers the
+// uncapped kernel took 72 in fp32 with two rows and 82 in fp64 with one; under these caps only the
+// fp32 flux form with two rows a thread spills, 8-16 bytes).
 template <class T, int kRows>
 constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1   ? 5
                                                 : kRows == 2 ? 4
@@ -263,7 +264,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
   const int plane = static_cast<int>(g.plane);
   // This thread's nodes' cells in a field of a slot and their in-plane neighbours (mirrored at the
   // faces), where they go in the outputs, and whether they are in the grid.
-  int at[kRows][5], here[kRows];
+  int at[kRows][5];
+  unsigned here[kRows];  // (one plane past the last may pass 2^31 - 1)
   bool inside[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -282,7 +284,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
     at[r][3] = own + (upper_neighbour(jy, g.ny) - jy) * Box::kX;
     at[r][4] = own + (jyl - jy) * Box::kX;
     inside[r] = i < g.nx && j < g.ny;
-    here[r] = inside[r] ? l0 * plane + j * g.nx + i : 0;
+    here[r] = inside[r] ? static_cast<unsigned>(l0 * plane + j * g.nx + i) : 0u;
   }
   auto issue = [&](int k, int s) {  // thread 0: plane k of the sequence into slot s = k % kSlots
     if (k < count) {
@@ -352,7 +354,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       f_out[here[r]] = f_new;
       c_out[here[r]] = c_new;
     }
-    here[r] += plane;
+    here[r] += static_cast<unsigned>(plane);
     low[r][0] = mid[r][0], low[r][1] = mid[r][1], low[r][2] = mid[r][2];
     mid[r][0] = above[0], mid[r][1] = above[1], mid[r][2] = above[2];
   };
@@ -522,7 +524,8 @@ __global__ void __launch_bounds__(kThreads, kMin)
   if (threadIdx.x == 0)
     for (int k = 0; k < kSlots; ++k) issue(k);
   // The second step's nodes: their cells in the u1 region and its in-plane neighbours (mirrored).
-  int at[kOut][5], here[kOut];
+  int at[kOut][5];
+  unsigned here[kOut];  // (one plane past the last may pass 2^31 - 1)
   bool inside[kOut];
 #pragma unroll
   for (int r = 0; r < kOut; ++r) {
@@ -534,7 +537,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
     at[r][3] = own + (upper_neighbour(j, g.ny) - j) * kX1;
     at[r][4] = own + (lower_neighbour(j, g.ny) - j) * kX1;
     inside[r] = i < g.nx && j < g.ny;
-    here[r] = inside[r] ? l0 * plane + j * g.nx + i : 0;
+    here[r] = inside[r] ? static_cast<unsigned>(l0 * plane + j * g.nx + i) : 0u;
   }
   // The first step's nodes (the u1 region, kIn a thread, the last one partly): their cells in the
   // input box and its in-plane neighbours (mirrored), or -1 outside the grid (never read).
@@ -603,7 +606,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
         f_out[here[r]] = f_new;
         c_out[here[r]] = c_new;
       }
-      here[r] += plane;
+      here[r] += static_cast<unsigned>(plane);
     }
   }
 #endif
@@ -1278,8 +1281,17 @@ class CudaSolver final : public Solver<T> {
 
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
-    using Box = TmaBox<T, kW, kRows, kWarps>;
     constexpr int kMin = kWarps == 8 ? kTmaMinBlocks<T, kRows> : kTmaMinBlocks<T, kRows> / 2;
+    // fp32 flux with two rows a thread spills 8-16 bytes under the cap for 4 blocks: Tuning::blocks 3
+    // measures the cap for 3 (docs/performance.md).
+    if constexpr (kFlux && sizeof(T) == 4 && kRows == 2 && kWarps == 8) {
+      if (tuning_.blocks == 3) return launch_tma_min<kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, 3>(in, out);
+    }
+    launch_tma_min<kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>(in, out);
+  }
+  template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease, int kMin>
+  void launch_tma_min(int in, int out) {
+    using Box = TmaBox<T, kW, kRows, kWarps>;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     if (!tma_configured_) {  // a solver launches one instance, on its device: the shared memory it may take
@@ -1315,8 +1327,8 @@ class CudaSolver final : public Solver<T> {
   template <int kW, int kTY>
   void launch_pair_tma(int in, int out) {
     using Box = TmaPairBox<T, kW, kTY>;
-    // Registers for 4 (fp32) or 3 (fp64) blocks a SM on 32 x 8 tiles, one fewer on 64 x 8 (their
-    // shared memory allows no more).
+    // Registers for 4 (fp32) or 3 (fp64) blocks a SM on 32 x 8 tiles, one fewer on 64 x 8 (fp32's
+    // shared memory allows no more; fp64's, 142 KB, allows one).
     constexpr int kMin = (sizeof(T) == 4 ? 4 : 3) - (kW == 64 ? 1 : 0);
     auto kernel = pair_tma_kernel<T, kW, kTY, kMin>;
     const int smem = Box::smem();
