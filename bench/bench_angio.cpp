@@ -238,7 +238,6 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
       b->Args({3, 0, 0, 1, 35, 0, 0, ahead, 3, blocks});  // flux, staged
     }
   }
-  b->Args({3, 0, 0, 1, 35, 0, 0, 1022, 7, 3});  // flux default with registers for 3 blocks a SM (no spill)
   for (int variant : {1, 2, 21, 22, 101, 121, 122, 1021, 1022, 1041, 1042, 1121, 1141, 1142}) {
     b->Args({3, 0, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see `tile` above; 121 default)
     b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)

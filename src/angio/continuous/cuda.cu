@@ -100,6 +100,24 @@ __device__ inline void gather(const T* __restrict n, const T* __restrict f, cons
   }
 }
 
+// The same from three planes staged in shared memory (n, f, c of a plane `field` values apart; the
+// TMA pair kernel's two steps):
+// at = the node and its in-plane neighbours in `mid` (centre, i+1, i-1, j+1, j-1); l+1 and l-1
+// are the node's cell in `hi` and `lo`.
+template <class T>
+__device__ inline void gather_planes(const T* lo, const T* mid, const T* hi, int field, const int at[5], T nn[7],
+                                     Stencil<T>& s) {
+#pragma unroll
+  for (int d = 0; d < 5; ++d) {
+    nn[d] = mid[at[d]];
+    s.f[d] = mid[field + at[d]];
+    s.c[d] = mid[2 * field + at[d]];
+  }
+  const int o = at[0];
+  nn[5] = hi[o], s.f[5] = hi[field + o], s.c[5] = hi[2 * field + o];
+  nn[6] = lo[o], s.f[6] = lo[field + o], s.c[6] = lo[2 * field + o];
+}
+
 template <class T>
 __device__ inline void accumulate(Partial& p, double w, T n, T f, T c) {
   const double x[3] = {static_cast<double>(n), static_cast<double>(f), static_cast<double>(c)};
@@ -220,16 +238,12 @@ struct TmaBox {
   }
 };
 
-// Blocks per SM the tma kernel's registers are capped for (with the own column in registers the
-// uncapped kernel took 72 in fp32 with two rows and 82 in fp64 with one; under these caps only the
-// fp32 flux form with two rows a thread spills, 8-16 bytes).
+// Blocks of 8 warps per SM the tma kernel's registers are capped for, by rows a thread (with the
+// own column in registers the uncapped kernel took 72 in fp32 with two rows and 82 in fp64 with
+// one; under these caps only the fp32 flux form with two rows a thread spills, 8-16 bytes, and
+// registers for 3 blocks measured no faster: 71.8-72.1 % against 71.8 %).
 template <class T, int kRows>
-constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1   ? 5
-                                                : kRows == 2 ? 4
-                                                             : 3)
-                                             : (kRows == 1   ? 3
-                                                : kRows == 2 ? 2
-                                                             : 1);
+constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1 ? 5 : 4) : (kRows == 1 ? 3 : 2);
 
 // The TMA-staged step: a block owns a tile of (i, j) columns and marches up its chunk of planes;
 // each plane of n, f and c, on the tile plus its ring, comes into a ring of kSlots shared-memory
@@ -368,15 +382,16 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       if (t >= planes) break;
       // Sequence plane t's slot (below this plane: its values are in registers) takes plane
       // t + kSlots once every warp is done with the plane before (the flux form: after its barrier).
-      if (kFlux) {
-      } else if (kRelease) {
-        if (threadIdx.x == 0 && t + kSlots < count) {
-          mbar_wait(empty + u, phase);
-          issue(t + kSlots, u);
+      if constexpr (!kFlux) {
+        if (kRelease) {
+          if (threadIdx.x == 0 && t + kSlots < count) {
+            mbar_wait(empty + u, phase);
+            issue(t + kSlots, u);
+          }
+        } else {
+          __syncthreads();
+          if (threadIdx.x == 0) issue(t + kSlots, u);
         }
-      } else {
-        __syncthreads();
-        if (threadIdx.x == 0) issue(t + kSlots, u);
       }
       const int kMid = (u + 1) % kSlots, kHi = (u + 2) % kSlots;
       mbar_wait(full + kHi, phase ^ (static_cast<unsigned>((u + 2) / kSlots) & 1u));
@@ -566,17 +581,10 @@ __global__ void __launch_bounds__(kThreads, kMin)
 #pragma unroll
     for (int k = 0; k < kIn; ++k) {
       if (nb[k][0] < 0) continue;  // outside the grid or the region: never read (the second step mirrors)
-      const int e = threadIdx.x + kThreads * k, b = nb[k][0];
+      const int e = threadIdx.x + kThreads * k;
       Stencil<T> s;
       T nn[7];
-#pragma unroll
-      for (int d = 0; d < 5; ++d) {
-        nn[d] = mid[nb[k][d]];
-        s.f[d] = mid[kF0 + nb[k][d]];
-        s.c[d] = mid[2 * kF0 + nb[k][d]];
-      }
-      nn[5] = hi[b], s.f[5] = hi[kF0 + b], s.c[5] = hi[2 * kF0 + b];
-      nn[6] = lo[b], s.f[6] = lo[kF0 + b], s.c[6] = lo[2 * kF0 + b];
+      gather_planes(lo, mid, hi, kF0, nb[k], nn, s);
       update_node_fixed<3, false>(m, sc, nn, s, out1[e], out1[kN1 + e], out1[2 * kN1 + e]);
     }
     __syncthreads();
@@ -590,15 +598,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
     for (int r = 0; r < kOut; ++r) {
       Stencil<T> s;
       T nn[7];
-#pragma unroll
-      for (int d = 0; d < 5; ++d) {
-        nn[d] = mid1[at[r][d]];
-        s.f[d] = mid1[kN1 + at[r][d]];
-        s.c[d] = mid1[2 * kN1 + at[r][d]];
-      }
-      const int o = at[r][0];
-      nn[5] = hi1[o], s.f[5] = hi1[kN1 + o], s.c[5] = hi1[2 * kN1 + o];
-      nn[6] = lo1[o], s.f[6] = lo1[kN1 + o], s.c[6] = lo1[2 * kN1 + o];
+      gather_planes(lo1, mid1, hi1, kN1, at[r], nn, s);
       T n_new, f_new, c_new;
       update_node_fixed<3, false>(m, sc, nn, s, n_new, f_new, c_new);
       if (inside[r]) {
@@ -1281,17 +1281,8 @@ class CudaSolver final : public Solver<T> {
 
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
-    constexpr int kMin = kWarps == 8 ? kTmaMinBlocks<T, kRows> : kTmaMinBlocks<T, kRows> / 2;
-    // fp32 flux with two rows a thread spills 8-16 bytes under the cap for 4 blocks: Tuning::blocks 3
-    // measures the cap for 3 (docs/performance.md).
-    if constexpr (kFlux && sizeof(T) == 4 && kRows == 2 && kWarps == 8) {
-      if (tuning_.blocks == 3) return launch_tma_min<kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, 3>(in, out);
-    }
-    launch_tma_min<kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>(in, out);
-  }
-  template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease, int kMin>
-  void launch_tma_min(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
+    constexpr int kMin = kTmaMinBlocks<T, kRows> * 8 / kWarps;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     if (!tma_configured_) {  // a solver launches one instance, on its device: the shared memory it may take
