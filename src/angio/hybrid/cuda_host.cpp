@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -28,19 +30,19 @@ namespace {
 // finished realisation over as it is downloaded, and a worker thread rebuilds what has arrived on
 // every host thread (each realisation on its own). The rebuild is then off the GPU's critical path
 // except for the last batch's (docs/scale-out.md: ranks that share a host). Results do not depend
-// on the order: each realisation is rebuilt from its own log into its own slot.
+// on the order: each realisation is rebuilt from its own log into its own slot. The worker takes
+// at most kRound realisations at a time, and `rebuild` skips the rest of its round once the
+// Rebuilder is abandoned (a stop or an error elsewhere), so that abandoning it never waits for
+// more than one realisation's rebuild (a stopped million-replicate run had queued minutes of them).
 class Rebuilder {
  public:
-  explicit Rebuilder(std::function<void(std::vector<RawRealisation>&)> rebuild)
-      : rebuild_(std::move(rebuild)), worker_([this] { loop(); }) {}
+  using Rebuild = std::function<void(std::vector<RawRealisation>&, const std::atomic<bool>& abandoned)>;
+  explicit Rebuilder(Rebuild rebuild) : rebuild_(std::move(rebuild)), worker_([this] { loop(); }) {}
   Rebuilder(const Rebuilder&) = delete;
   Rebuilder& operator=(const Rebuilder&) = delete;
   // Without finish (an error or a stop elsewhere): what is queued is dropped, a rebuild under way ends.
   ~Rebuilder() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      abandoned_ = true;
-    }
+    abandoned_ = true;
     close();
   }
 
@@ -74,13 +76,14 @@ class Rebuilder {
         std::unique_lock<std::mutex> lock(mutex_);
         ready_.wait(lock, [this] { return closed_ || !queue_.empty(); });
         if (abandoned_ || queue_.empty()) return;
-        work.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
-        queue_.clear();
+        const auto take = std::min<std::ptrdiff_t>(kRound, static_cast<std::ptrdiff_t>(queue_.size()));
+        work.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + take));
+        queue_.erase(queue_.begin(), queue_.begin() + take);
       }
       if (error_) continue;  // drop the rest after an error
       const auto start = std::chrono::steady_clock::now();
       try {
-        rebuild_(work);
+        rebuild_(work, abandoned_);
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -88,11 +91,13 @@ class Rebuilder {
     }
   }
 
-  std::function<void(std::vector<RawRealisation>&)> rebuild_;
+  static constexpr std::ptrdiff_t kRound = 4096;  // realisations a round at most
+  Rebuild rebuild_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<RawRealisation> queue_;
-  bool closed_ = false, abandoned_ = false;
+  bool closed_ = false;
+  std::atomic<bool> abandoned_{false};
   std::exception_ptr error_;  // the worker's, read after the join
   double busy_ = 0;
   std::thread worker_;  // last: starts once everything above exists
@@ -148,9 +153,11 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   int done = 0;
   // The worker's OpenMP teams take this thread's count (--threads), which a new thread would not inherit.
   const int threads = omp_get_max_threads();
-  Rebuilder rebuilder([&](std::vector<RawRealisation>& finished) {
+  Rebuilder rebuilder([&](std::vector<RawRealisation>& finished, const std::atomic<bool>& abandoned) {
     const auto count = static_cast<std::int64_t>(finished.size());
     parallel_for(0, count, Schedule{threads, 4}, [&](std::int64_t k) {
+      if (abandoned.load(std::memory_order_relaxed)) return;  // the run is ending: skip the rest
+      if (stop && stop()) throw Stopped();  // also while finish() waits for the last batches' rebuild
       RawRealisation& raw = finished[static_cast<std::size_t>(k)];
       std::vector<Segment> log;
       const std::size_t n = raw.from.size();
