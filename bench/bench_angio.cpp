@@ -185,11 +185,12 @@ void run_case(benchmark::State& state) {
     tuning.pair = state.range(8) == 1;
     if (state.range(8) == 3) tuning.staged = static_cast<int>(state.range(7));
     tuning.carry = state.range(8) != 2;
-    if (state.range(8) == 8) {  // two steps per pass through TMA: tile 64 (64 x 8) or 32 (32 x 8)
+    if (state.range(8) == 8) {  // two steps per pass through TMA: tile 64 (64 x 8), 32 (32 x 8) or 16 (32 x 16)
       tuning.tma = 1;
       tuning.tma_rows = 2;
       tuning.tma_pair = true;
       tuning.tma_wide = state.range(7) == 64;
+      tuning.tma_pair_rows = state.range(7) == 16 ? 16 : 8;
     }
     if (state.range(8) == 7) {  // tile: see above
       tuning.tma = static_cast<int>(state.range(7) % 10);
@@ -242,7 +243,7 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
     b->Args({3, 0, 0, 0, 35, 0, 0, variant, 7, 0});  // TMA-staged (see `tile` above; 121 default)
     b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)
   }
-  for (int tile : {32, 64}) b->Args({3, 0, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
+  for (int tile : {32, 64, 16}) b->Args({3, 0, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});                              // series every call (10 steps)
   b->Args({3, 0, 0, 0, 35, 0, 1, 121, 7, 0});  // the same with the TMA default (series steps: marching)
   b->Args({3, 0, 1, 0, 35, 0, 0, 121, 7, 0});  // 200 x 200 x 70, TMA default

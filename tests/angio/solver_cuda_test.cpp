@@ -76,7 +76,9 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
                                     << (form == Form::Flux ? "flux" : "expanded") << " chunk " << tuning.chunk
                                     << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
                                     << (tuning.staged > 0 ? " staged " : "") << tuning.staged << " tma " << tuning.tma
-                                    << " blocks " << tuning.blocks << " steps " << steps << " seed " << seed);
+                                    << " blocks " << tuning.blocks << (tuning.tma_pair ? " tma pair" : "")
+                                    << (tuning.tma_wide ? " wide" : "") << " pair rows " << tuning.tma_pair_rows
+                                    << " steps " << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the documented bound
     }
@@ -159,21 +161,23 @@ TEST(AngioCuda, TmaKernelAgrees) {
   }
 }
 
-// Two steps per pass through TMA (expanded form; the flux form's run takes single steps): the grids
-// above (the 2D one takes single steps), both tiles, chunks from one plane to whole columns, an odd
+// Two steps per pass through TMA (expanded form; the flux form's run takes single steps): grids a
+// tile exactly, less than a tile, and a few tiles and a bit wide and tall (the 2D one takes single
+// steps), the three tiles (32 x 8, 64 x 8, 32 x 16), chunks from one plane to whole columns, an odd
 // step count (the last step single) and an even one (the pair that would end on the series row
 // runs as two single steps), TAF diffusion on.
 TEST(AngioCuda, TmaPairKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  const Grid grids[] = {
-      {4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 3, 1.0 / 131}, {68, 17, 1, 1.0 / 67}};
+  const Grid grids[] = {{4, 9, 7, 1.0 / 3},      {32, 8, 5, 1.0 / 31},  {36, 19, 23, 1.0 / 35}, {132, 37, 3, 1.0 / 131},
+                        {68, 17, 1, 1.0 / 67},   {64, 32, 9, 1.0 / 63}, {40, 33, 12, 1.0 / 39}};
   for (const Grid& g : grids) {
-    for (int chunk : {0, 1, 3, 5}) {
+    for (int chunk : {0, 1, 3, 5, 2}) {
       detail::cuda::Tuning tma;
       tma.tma = 1;
       tma.tma_rows = 2;
       tma.tma_pair = true;
       tma.tma_wide = chunk % 2 == 1;
+      tma.tma_pair_rows = chunk % 3 == 2 ? 16 : 8;  // 32 x 8 (chunk 0), 64 x 8 (1, 3), 32 x 16 (2, and 5: rows first)
       tma.chunk = chunk;
       compare_with_reference<float>(g, Form::Expanded, 21, 90 + chunk, tma);
       compare_with_reference<float>(g, Form::Expanded, 20, 91 + chunk, tma, 0.002);

@@ -555,15 +555,16 @@ __global__ void __launch_bounds__(kThreads, kMin)
     here[r] = inside[r] ? static_cast<unsigned>(l0 * plane + j * g.nx + i) : 0u;
   }
   // The first step's nodes (the u1 region, kIn a thread, the last one partly): their cells in the
-  // input box and its in-plane neighbours (mirrored), or -1 outside the grid (never read).
+  // input box and their in-plane neighbours (mirrored). Ring nodes past the grid's faces are made
+  // too, from cells of the box (their u1 values are never read: the second step mirrors), which
+  // spares every node a branch; only the last round's threads past the region skip.
   constexpr int kIn = (kN1 + kThreads - 1) / kThreads;
   int nb[kIn][5];
 #pragma unroll
   for (int k = 0; k < kIn; ++k) {
     const int e = threadIdx.x + kThreads * k, px = e % kX1, py = e / kX1, i = i0 - 1 + px, j = j0 - 1 + py;
     const int b = (py + 1) * kX0 + px - 1 + Box::kPad;
-    const bool use = e < kN1 && i >= 0 && i < g.nx && j >= 0 && j < g.ny;
-    nb[k][0] = use ? b : -1;
+    nb[k][0] = b;
     nb[k][1] = b + (upper_neighbour(i, g.nx) - i);
     nb[k][2] = b + (lower_neighbour(i, g.nx) - i);
     nb[k][3] = b + (upper_neighbour(j, g.ny) - j) * kX0;
@@ -580,8 +581,8 @@ __global__ void __launch_bounds__(kThreads, kMin)
     T* out1 = u1 + (q % Box::kU1) * 3 * kN1;
 #pragma unroll
     for (int k = 0; k < kIn; ++k) {
-      if (nb[k][0] < 0) continue;  // outside the grid or the region: never read (the second step mirrors)
       const int e = threadIdx.x + kThreads * k;
+      if (k == kIn - 1 && e >= kN1) continue;  // past the region
       Stencil<T> s;
       T nn[7];
       gather_planes(lo, mid, hi, kF0, nb[k], nn, s);
@@ -1237,8 +1238,10 @@ class CudaSolver final : public Solver<T> {
   void launch(int in, int out, bool reduce, bool pair) {
     if (pair) {
       if constexpr (kDims == 3 && !kFlux) {
-        if (pair_tma_ && !reduce)
+        if (pair_tma_ && !reduce) {
+          if (tuning_.tma_pair_rows == 16) return launch_pair_tma<32, 16>(in, out);
           return tuning_.tma_wide ? launch_pair_tma<64, 8>(in, out) : launch_pair_tma<32, 8>(in, out);
+        }
       }
       const dim3 grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
       if (reduce) {
@@ -1318,9 +1321,9 @@ class CudaSolver final : public Solver<T> {
   template <int kW, int kTY>
   void launch_pair_tma(int in, int out) {
     using Box = TmaPairBox<T, kW, kTY>;
-    // Registers for 4 (fp32) or 3 (fp64) blocks a SM on 32 x 8 tiles, one fewer on 64 x 8 (fp32's
-    // shared memory allows no more; fp64's, 142 KB, allows one).
-    constexpr int kMin = (sizeof(T) == 4 ? 4 : 3) - (kW == 64 ? 1 : 0);
+    // Registers for 4 (fp32) or 3 (fp64) blocks a SM on 32 x 8 tiles, one fewer on 64 x 8 and 32 x
+    // 16 (fp32's shared memory allows no more; fp64's, 142 KB, allows one).
+    constexpr int kMin = (sizeof(T) == 4 ? 4 : 3) - (kW * kTY == 512 ? 1 : 0);
     auto kernel = pair_tma_kernel<T, kW, kTY, kMin>;
     const int smem = Box::smem();
     if (!pair_configured_) {
@@ -1362,11 +1365,12 @@ class CudaSolver final : public Solver<T> {
     maps_.resize(maps.size());
     maps_.upload(maps);
     // The two-steps-per-pass kernel's boxes (a two-node ring): expanded form, 3D, whole grids of
-    // three planes or more (the flux form measured slower, 54 % against 71 % in fp32).
+    // three planes or more (the flux form measured slower: docs/performance.md).
     if (tuning_.tma_pair && !sc_.flux && !link_ && g_.nz >= 3) {
+      const bool tall = tuning_.tma_pair_rows == 16, wide = !tall && tuning_.tma_wide;
       const std::uint32_t pair_box[3] = {
-          static_cast<std::uint32_t>(tuning_.tma_wide ? TmaPairBox<T, 64, 8>::kX0 : TmaPairBox<T, 32, 8>::kX0),
-          static_cast<std::uint32_t>(TmaPairBox<T, 32, 8>::kY0), 1};
+          static_cast<std::uint32_t>(wide ? TmaPairBox<T, 64, 8>::kX0 : TmaPairBox<T, 32, 8>::kX0),
+          static_cast<std::uint32_t>(tall ? TmaPairBox<T, 32, 16>::kY0 : TmaPairBox<T, 32, 8>::kY0), 1};
       std::vector<CUtensorMap> pair(6);
       bool made = true;
       for (int st = 0; st < 2 && made; ++st) {
@@ -1511,10 +1515,10 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   // Measured on an H200 (docs/performance.md), 35-plane chunks (kSlabAlignment): the TMA-staged
   // kernel on Hopper when rows are whole 16-byte multiples, one plane ahead in the expanded form
   // and two in the flux form, on 64 x 8 tiles in fp32 and 32 x 16 tiles in fp64, a block barrier
-  // a plane; in the expanded form two steps per pass through TMA (64 x 8 tiles in fp32, 32 x 8 in
-  // fp64; an odd step and the steps that end on a series row single). Otherwise, and on the series steps (fused
-  // reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in
-  // flight, registers for 4 blocks a SM).
+  // a plane; in the expanded form two steps per pass through TMA (32 x 16 tiles in fp32, 32 x 8 in
+  // fp64; an odd step and the steps that end on a series row single). Otherwise, and on the series
+  // steps (fused reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the
+  // staged kernel (two planes' copies in flight, registers for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
@@ -1522,6 +1526,7 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   tuning.tma_rows = 2;
   tuning.tma_wide = fp32;
   tuning.tma_pair = !flux;
+  tuning.tma_pair_rows = fp32 ? 16 : 8;
   // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives
   // fewer than four tile chunks (of 512 nodes a plane) an SM: on 200 x 200 x 70 and 2048 x 2048 x 1
   // the marching kernel measured faster (docs/performance.md).

@@ -18,7 +18,8 @@ struct Tuning {
   int tma = 0;               // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
   int tma_rows = 1;          // the TMA kernel's tile: 1, 2 (32 x 8, 32 x 16); wide 2, 4 (64 x 8, 64 x 16 in 16 warps)
   bool tma_wide = false;     // the TMA kernel's tiles 64 columns wide (64 x 8 or 64 x 16) instead of 32
-  bool tma_pair = false;     // with tma: two steps per pass through TMA (expanded form, 3D; 64 x 8 or 32 x 8 tiles)
+  bool tma_pair = false;     // with tma: two steps per pass through TMA (expanded form, 3D)
+  int tma_pair_rows = 8;     // the TMA pair's tile: 16: 32 x 16; 8: 64 x 8 with tma_wide, else 32 x 8
   bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
   bool carry = true;         // marching flux form: each column's z face computed once, carried up (the same bits)
 };
