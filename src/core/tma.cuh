@@ -22,6 +22,17 @@ inline bool tma_supported(int device) {
   return major >= 9;
 }
 
+// Whether `kernel` (one that uses the functions below) can run on `device`: a Hopper or later
+// device, and device code built for it from PTX of compute_90 or later (a binary whose code for
+// this device was JIT-compiled from older PTX holds the kernel's trap instead).
+template <class Kernel>
+bool tma_kernel_usable(int device, Kernel kernel) {
+  if (!tma_supported(device)) return false;
+  cudaFuncAttributes built{};
+  SIMKIT_CUDA_CHECK(cudaFuncGetAttributes(&built, kernel));
+  return built.ptxVersion >= 90;
+}
+
 // A 3D tiled tensor map over `base` (dims and the boxes in elements, x fastest; rows and planes
 // `row_bytes` and `plane_bytes` apart, multiples of 16), or false where the driver refuses it or
 // has no entry point. float and double elements.

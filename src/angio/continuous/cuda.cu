@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -921,10 +922,10 @@ class CudaSolver final : public Solver<T> {
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
+    // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
+    // ends on a series row (the fused reductions are the single-step kernels').
+    const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
     for (std::int64_t s = 0; s < steps;) {
-      // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
-      // ends on a series row (the fused reductions are the single-step kernels').
-      const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
       const bool pair = (classic_pair || (pair_tma_ && !(reduce && s + 2 == steps))) && s + 2 <= steps;
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
@@ -1238,10 +1239,8 @@ class CudaSolver final : public Solver<T> {
   void launch(int in, int out, bool reduce, bool pair) {
     if (pair) {
       if constexpr (kDims == 3 && !kFlux) {
-        if (pair_tma_ && !reduce) {
-          if (tuning_.tma_pair_rows == 16) return launch_pair_tma<32, 16>(in, out);
-          return tuning_.tma_wide ? launch_pair_tma<64, 8>(in, out) : launch_pair_tma<32, 8>(in, out);
-        }
+        if (pair_tma_ && !reduce)
+          return with_pair_tile([&]<int kW, int kTY>() { this->template launch_pair_tma<kW, kTY>(in, out); });
       }
       const dim3 grid((g_.nx + kPairX - 1) / kPairX, (g_.ny + kPairY - 1) / kPairY, grid_.z);
       if (reduce) {
@@ -1310,12 +1309,9 @@ class CudaSolver final : public Solver<T> {
   }
   template <int kDims, bool kFlux, int kSlots>
   void launch_tma_slots(int in, int out) {
-    if (tuning_.tma_wide) {
-      return tuning_.tma_rows == 4 ? launch_tma_release<kDims, kFlux, kSlots, 64, 2, 16>(in, out)
-                                   : launch_tma_release<kDims, kFlux, kSlots, 64, 2, 8>(in, out);
-    }
-    return tuning_.tma_rows == 2 ? launch_tma_release<kDims, kFlux, kSlots, 32, 2, 8>(in, out)
-                                 : launch_tma_release<kDims, kFlux, kSlots, 32, 1, 8>(in, out);
+    with_tma_tile([&]<int kW, int kRows, int kWarps>() {
+      this->template launch_tma_release<kDims, kFlux, kSlots, kW, kRows, kWarps>(in, out);
+    });
   }
   // Two steps per pass through TMA (Tuning::tma_pair): tiles of kW x kTY.
   template <int kW, int kTY>
@@ -1335,54 +1331,64 @@ class CudaSolver final : public Solver<T> {
                                      c_[out].data());
   }
 
-  // The box of Tuning's tile (TmaBox).
-  std::uint32_t tma_box_x() const { return tuning_.tma_wide ? TmaBox<T, 64, 2, 8>::kX : TmaBox<T, 32, 1, 8>::kX; }
-  std::uint32_t tma_box_y() const {
-    if (tuning_.tma_wide) return tuning_.tma_rows == 4 ? TmaBox<T, 64, 2, 16>::kY : TmaBox<T, 64, 2, 8>::kY;
-    return tuning_.tma_rows == 2 ? TmaBox<T, 32, 2, 8>::kY : TmaBox<T, 32, 1, 8>::kY;
+  // Tuning's tiles as template arguments, for the launches and the tensor maps' boxes alike: the
+  // single-step kernel's f.template operator()<kW, kRows, kWarps>() (tma_wide, tma_rows: 32 x 8,
+  // 32 x 16, 64 x 8, or 64 x 16 in 16 warps), the pair's f.template operator()<kW, kTY>()
+  // (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
+  template <class F>
+  decltype(auto) with_tma_tile(F&& f) const {
+    if (tuning_.tma_wide) {
+      if (tuning_.tma_rows == 4) return f.template operator()<64, 2, 16>();
+      return f.template operator()<64, 2, 8>();
+    }
+    if (tuning_.tma_rows == 2) return f.template operator()<32, 2, 8>();
+    return f.template operator()<32, 1, 8>();
+  }
+  template <class F>
+  decltype(auto) with_pair_tile(F&& f) const {
+    if (tuning_.tma_pair_rows == 16) return f.template operator()<32, 16>();
+    if (tuning_.tma_wide) return f.template operator()<64, 8>();
+    return f.template operator()<32, 8>();
   }
 
-  // The tensor maps of both states' fields for the tma kernel (one plane of a tile and its ring per
-  // copy). False where the kernel cannot run: rows not a multiple of 16 bytes, no driver
-  // entry point, or an encoding the driver refuses; the other kernels then run.
-  bool make_tma_maps() {
-    if (!::simkit::cuda::tma_supported(device_)) return false;
-    // A binary whose code for this device came from PTX below compute_90 holds the trap instead.
-    cudaFuncAttributes built{};
-    SIMKIT_CUDA_CHECK(cudaFuncGetAttributes(&built, tma_kernel<T, 3, false, 3, 32, 1, 8, false, kTmaMinBlocks<T, 1>>));
-    if (built.ptxVersion < 90) return false;
+  // Both states' n, f and c as tensor maps whose copies are `box`, into `out` ([state][n, f, c],
+  // in device memory: the copies need 64-byte alignment); false where the driver refuses one.
+  bool encode_maps(const std::array<std::uint32_t, 3>& box, DeviceBuffer<CUtensorMap>& out) {
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(g_.nx), static_cast<std::uint64_t>(g_.ny),
                                    static_cast<std::uint64_t>(g_.nz)};
     const std::uint64_t row = static_cast<std::uint64_t>(g_.nx) * sizeof(T), plane = row * g_.ny;
-    const std::uint32_t box[3] = {tma_box_x(), tma_box_y(), 1};
-    // In device memory (64-byte aligned, as the copies require): [state][n, f, c].
     std::vector<CUtensorMap> maps(6);
     for (int st = 0; st < 2; ++st) {
       const T* data[3] = {n_[st].data(), f_[st].data(), c_[st].data()};
       for (int a = 0; a < 3; ++a)
-        if (!::simkit::cuda::encode_tensor_map_3d(&maps[3 * st + a], data[a], dims, row, plane, box)) return false;
+        if (!::simkit::cuda::encode_tensor_map_3d(&maps[3 * st + a], data[a], dims, row, plane, box.data()))
+          return false;
     }
-    maps_.resize(maps.size());
-    maps_.upload(maps);
+    out.resize(maps.size());
+    out.upload(maps);
+    return true;
+  }
+
+  // The tensor maps of both states' fields for the tma kernel (one plane of a tile and its ring per
+  // copy) and, where the pair runs, for the pair's boxes. False where the kernel cannot run: rows
+  // not a multiple of 16 bytes, no driver entry point, code from PTX older than compute_90, or an
+  // encoding the driver refuses; the other kernels then run.
+  bool make_tma_maps() {
+    if (!::simkit::cuda::tma_kernel_usable(device_, tma_kernel<T, 3, false, 3, 32, 1, 8, false, kTmaMinBlocks<T, 1>>))
+      return false;
+    const auto box = with_tma_tile([]<int kW, int kRows, int kWarps>() {
+      using Box = TmaBox<T, kW, kRows, kWarps>;
+      return std::array<std::uint32_t, 3>{Box::kX, Box::kY, 1};
+    });
+    if (!encode_maps(box, maps_)) return false;
     // The two-steps-per-pass kernel's boxes (a two-node ring): expanded form, 3D, whole grids of
     // three planes or more (the flux form measured slower: docs/performance.md).
     if (tuning_.tma_pair && !sc_.flux && !link_ && g_.nz >= 3) {
-      const bool tall = tuning_.tma_pair_rows == 16, wide = !tall && tuning_.tma_wide;
-      const std::uint32_t pair_box[3] = {
-          static_cast<std::uint32_t>(wide ? TmaPairBox<T, 64, 8>::kX0 : TmaPairBox<T, 32, 8>::kX0),
-          static_cast<std::uint32_t>(tall ? TmaPairBox<T, 32, 16>::kY0 : TmaPairBox<T, 32, 8>::kY0), 1};
-      std::vector<CUtensorMap> pair(6);
-      bool made = true;
-      for (int st = 0; st < 2 && made; ++st) {
-        const T* data[3] = {n_[st].data(), f_[st].data(), c_[st].data()};
-        for (int a = 0; a < 3 && made; ++a)
-          made = ::simkit::cuda::encode_tensor_map_3d(&pair[3 * st + a], data[a], dims, row, plane, pair_box);
-      }
-      if (made) {
-        pair_maps_.resize(pair.size());
-        pair_maps_.upload(pair);
-        pair_tma_ = true;
-      }
+      const auto pair_box = with_pair_tile([]<int kW, int kTY>() {
+        using Box = TmaPairBox<T, kW, kTY>;
+        return std::array<std::uint32_t, 3>{Box::kX0, Box::kY0, 1};
+      });
+      pair_tma_ = encode_maps(pair_box, pair_maps_);
     }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     return true;

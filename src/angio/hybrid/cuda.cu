@@ -779,10 +779,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
   cuda::DeviceBuffer<CUtensorMap> c_map;
   // (The tensor's plane coordinates are 32-bit: every realisation's two fields must fit.)
-  cudaFuncAttributes built{};  // code from PTX below compute_90 holds the trap instead
-  if (fields) SIMKIT_CUDA_CHECK(cudaFuncGetAttributes(&built, diffuse_tma_kernel));
   if (fields && p.nx % 2 == 0 && 2LL * batch_size * p.nz <= std::numeric_limits<int>::max() &&
-      cuda::tma_supported(device) && built.ptxVersion >= 90) {
+      cuda::tma_kernel_usable(device, diffuse_tma_kernel)) {
     CUtensorMap map;
     const std::uint64_t dims[3] = {static_cast<std::uint64_t>(p.nx), static_cast<std::uint64_t>(p.ny),
                                    2 * static_cast<std::uint64_t>(batch_size) * static_cast<std::uint64_t>(p.nz)};

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -111,7 +111,6 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const Clock::time_point setup_start = Clock::now();
-  double rebuild = 0;
   const Grid& g = problem.grid;
   if (problem.hybrid.branching.size() > static_cast<std::size_t>(kMaxRules)) {
     throw UserError(fmt::format("branching table: at most {} rows", kMaxRules));
@@ -202,8 +201,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   }
   rebuilder.finish();
   // The rebuilding thread's busy time: most of it overlapped the batches' kernels.
-  rebuild = rebuilder.busy();
-  if (timing) timing->rebuild += rebuild;
+  if (timing) timing->rebuild += rebuilder.busy();
   return out;
 }
 
