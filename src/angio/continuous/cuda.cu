@@ -1376,7 +1376,7 @@ class CudaSolver final : public Solver<T> {
   bool make_tma_maps() {
     if (!::simkit::cuda::tma_kernel_usable(device_, tma_kernel<T, 3, false, 3, 32, 1, 8, false, kTmaMinBlocks<T, 1>>))
       return false;
-    const auto box = with_tma_tile([]<int kW, int kRows, int kWarps>() {
+    const auto box = with_tma_tile([&]<int kW, int kRows, int kWarps>() {
       using Box = TmaBox<T, kW, kRows, kWarps>;
       return std::array<std::uint32_t, 3>{Box::kX, Box::kY, 1};
     });
@@ -1384,7 +1384,7 @@ class CudaSolver final : public Solver<T> {
     // The two-steps-per-pass kernel's boxes (a two-node ring): expanded form, 3D, whole grids of
     // three planes or more (the flux form measured slower: docs/performance.md).
     if (tuning_.tma_pair && !sc_.flux && !link_ && g_.nz >= 3) {
-      const auto pair_box = with_pair_tile([]<int kW, int kTY>() {
+      const auto pair_box = with_pair_tile([&]<int kW, int kTY>() {
         using Box = TmaPairBox<T, kW, kTY>;
         return std::array<std::uint32_t, 3>{Box::kX0, Box::kY0, 1};
       });
