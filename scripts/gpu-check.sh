@@ -5,6 +5,9 @@
 #   bash scripts/gpu-check.sh [--tests-only|--bench-only] [BENCH_FILTER]
 #   bash scripts/gpu-check.sh --profile BENCH_FILTER [KERNEL_REGEX]   (Nsight Compute on one kernel)
 #   bash scripts/gpu-check.sh --sanitize [TOOLS]   (compute-sanitizer over every test of CUDA code)
+# GPU_CHECK_TESTS=REGEX runs only the test binaries whose names match (and the CLI checks only when
+# it matches "cli"); GPU_CHECK_DEADLINE=EPOCH_SECONDS stops starting tests at that time, and stops a
+# test binary still running then (a lease is short: what was not run is listed as such).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
@@ -119,12 +122,22 @@ fi
 
 rows=()
 failed=0
+deadline="${GPU_CHECK_DEADLINE:-}"
+left() {  # seconds left before the deadline (a large number without one)
+  if [ -n "$deadline" ]; then echo $(( deadline - $(date +%s) )); else echo 999999; fi
+}
 if [ "$mode" != "--bench-only" ]; then
   for t in "$bundle"/*_test; do
     name=$(basename "$t")
+    [ -n "${GPU_CHECK_TESTS:-}" ] && ! [[ "$name" =~ $GPU_CHECK_TESTS ]] && continue
+    if [ "$(left)" -le 5 ]; then
+      rows+=("$(printf '%-32s %s' "$name" "not run (deadline)")")
+      continue
+    fi
     start=$(date +%s%N)
-    "$t" --gtest_brief=1 > "$out/$name.log" 2>&1
+    timeout "$(left)" "$t" --gtest_brief=1 > "$out/$name.log" 2>&1
     rc=$?
+    [ $rc -eq 124 ] && echo "$name: stopped at the deadline" >> "$out/$name.log"
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     pass=$(grep -c '^\[       OK \]' "$out/$name.log" || true)
     total=$(grep -oE '^\[==========\] [0-9]+ tests? from' "$out/$name.log" | tail -1 | grep -oE '[0-9]+' | head -1)
@@ -135,17 +148,19 @@ if [ "$mode" != "--bench-only" ]; then
     rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "$name" "${total:-?}" "${passed:-0}" "${skipped:-0}" "${failn:-0}" "$ms")")
   done
 fi
-if [ "$mode" != "--bench-only" ] && [ -x "$bundle/dist_angio_mpi_test" ] && [ -n "${SIMKIT_MPIEXEC:-}" ]; then
+in_filter() { [ -z "${GPU_CHECK_TESTS:-}" ] || [[ "$1" =~ $GPU_CHECK_TESTS ]]; }
+if [ "$mode" != "--bench-only" ] && [ -x "$bundle/dist_angio_mpi_test" ] && [ -n "${SIMKIT_MPIEXEC:-}" ] &&
+   in_filter dist_angio_ipc && [ "$(left)" -gt 5 ]; then
   # the slabs' cuda cases again with the same-node CUDA IPC exchange (opt-in; the default stages through the host)
   start=$(date +%s%N)
-  SIMKIT_HALO=ipc "$bundle/dist_angio_mpi_test" --gtest_brief=1 --gtest_filter='*cuda*' > "$out/dist_angio_ipc.log" 2>&1
+  SIMKIT_HALO=ipc timeout "$(left)" "$bundle/dist_angio_mpi_test" --gtest_brief=1 --gtest_filter='*cuda*' > "$out/dist_angio_ipc.log" 2>&1
   rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/dist_angio_ipc.log" | grep -oE '[0-9]+$' || echo 0)
   [ $rc -ne 0 ] && failed=1 && grep -E '^\[  FAILED  \]|Failure' "$out/dist_angio_ipc.log" | head -10
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "dist_angio cuda, CUDA IPC" 2 "${passed:-0}" 0 $((rc != 0)) "$ms")")
 fi
-if [ "$mode" != "--bench-only" ]; then
+if [ "$mode" != "--bench-only" ] && in_filter cli && [ "$(left)" -gt 60 ]; then
   # angio through the CLI on the GPU: cuda and cpu write the same bits, and a run restarted from
   # its checkpoint ends bitwise equal to the uninterrupted one (outputs in /tmp: they are large).
   s="$bundle/simkit" d=/tmp/simkit-angio-cli
@@ -213,6 +228,8 @@ if [ "$mode" != "--bench-only" ]; then
   [ $ok -eq 1 ] || { failed=1; cat "$out/ddm-cli.log"; }
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "ddm CLI gpu/bitmatrix=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
   rm -rf "$d"
+elif [ "$mode" != "--bench-only" ] && in_filter cli; then
+  rows+=("$(printf '%-32s %s' "CLI cuda=cpu checks" "not run (deadline)")")
 fi
 if [ "$mode" != "--tests-only" ]; then
   for b in "$bundle"/bench_*; do

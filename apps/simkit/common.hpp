@@ -74,7 +74,8 @@ inline void add_common_run_options(CLI::App& app, CommonRunOptions& o) {
       ->check(kNonNegative)
       ->each([&o](const std::string&) { o.device_given = true; });
   app.add_option("--threads", o.threads,
-                 "CPU threads for the cpu backend (0: all; at most 4 x the hardware threads, never fewer than 256)")
+                 "CPU threads for the cpu backend and the cuda backend's host work (0: all; at most 4 x the "
+                 "hardware threads, never fewer than 256)")
       ->capture_default_str()
       ->check(kNonNegative);
   app.add_flag("--quiet,-q", o.quiet, "No progress display on stderr");

@@ -21,6 +21,7 @@
 #include "angio/hybrid/detail.hpp"
 #include "core/parallel.hpp"
 #include "simkit/angio/run.hpp"
+#include "simkit/core/backend.hpp"
 #include "simkit/core/error.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
@@ -107,7 +108,7 @@ class Rebuilder {
 
 std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing,
-                             const StopCallback& stop) {
+                             const StopCallback& stop, int threads) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const Clock::time_point setup_start = Clock::now();
@@ -150,8 +151,9 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   std::vector<int> pending(static_cast<std::size_t>(replicates));
   for (int r = 0; r < replicates; ++r) pending[static_cast<std::size_t>(r)] = r;
   int done = 0;
-  // The worker's OpenMP teams take this thread's count (--threads), which a new thread would not inherit.
-  const int threads = omp_get_max_threads();
+  // The worker's OpenMP teams take `threads` (--threads), or this thread's count when 0, which a new
+  // thread would not inherit.
+  if (threads <= 0) threads = omp_get_max_threads();
   Rebuilder rebuilder([&](std::vector<RawRealisation>& finished, const std::atomic<bool>& abandoned) {
     const auto count = static_cast<std::int64_t>(finished.size());
     parallel_for(0, count, Schedule{threads, 4}, [&](std::int64_t k) {
@@ -211,7 +213,7 @@ namespace simkit::angio::detail::hybrid::cuda {
 
 std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
   return hybrid_cuda::run(problem, options.seed, replicates, options.device, options.progress, hybrid_cuda::Capacity{},
-                          nullptr, options.stop);
+                          nullptr, options.stop, effective_threads(options.threads));
 }
 
 }  // namespace simkit::angio::detail::hybrid::cuda

@@ -5,7 +5,7 @@
 namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, const ProgressCallback&, const Capacity&,
-                             Timing*, const StopCallback&) {
+                             Timing*, const StopCallback&, int) {
   throw_not_built(Backend::Cuda);
 }
 

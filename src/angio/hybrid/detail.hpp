@@ -61,7 +61,7 @@ struct Capacity {
 struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& capacity, Timing* timing = nullptr,
-                             const StopCallback& stop = {});
+                             const StopCallback& stop = {}, int threads = 0);
 }  // namespace hybrid_cuda
 
 }  // namespace simkit::angio::detail
