@@ -151,14 +151,16 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   world.barrier();  // the ranks start together: the time is the job's, not one rank's start-up skew
   Stopwatch compute;
   options.progress = [&](double done, double total) { progress.update(done, total); };
-  const HybridEnsemble run = run_hybrid_ensemble_ranks(p, a.replicates, options);
+  // Each rank keeps the metrics of its own realisations and writes their files itself; rank 0
+  // receives the rest of every realisation (ensemble.csv, the summary) and writes the other files.
+  HybridShare share;
+  const HybridEnsemble run = run_hybrid_ensemble_ranks(p, a.replicates, options, false, share);
   const std::vector<Realisation>& ensemble = run.realisations;
   const double seconds = compute.seconds();
   progress.finish();
+  const nlohmann::json result = write_hybrid_outputs_ranks(
+      out, p, ensemble, share, HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook});
   if (!world.root()) return 0;
-
-  const nlohmann::json result = write_hybrid_outputs(
-      out, p, ensemble, HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook});
 
   RunSummary summary;
   summary.command = a.hybrid_command ? "simkit angio hybrid" : "simkit angio run --model hybrid";

@@ -64,4 +64,14 @@ struct HybridRunInfo {
 nlohmann::json write_hybrid_outputs(const std::filesystem::path& out, const HybridProblem& problem,
                                     const std::vector<Realisation>& ensemble, const HybridRunInfo& info);
 
+// The same over the ranks of an MPI job, after run_hybrid_ensemble_ranks(..., share): a collective
+// call (every rank, its own `share`; `ensemble` is read on rank 0 only). Rank 0 stages, every rank
+// writes the metrics files of its own realisations into rank 0's staging directory (so `out` must
+// be on a file system every rank sees), rank 0 writes the other files from `ensemble` and moves
+// everything into place: the files of write_hybrid_outputs, byte for byte. Returns result.json's
+// content on rank 0 and null on the others. On one rank it is write_hybrid_outputs.
+nlohmann::json write_hybrid_outputs_ranks(const std::filesystem::path& out, const HybridProblem& problem,
+                                          const std::vector<Realisation>& ensemble, const HybridShare& share,
+                                          const HybridRunInfo& info);
+
 }  // namespace simkit::angio

@@ -64,7 +64,8 @@ class Reader {
   const std::byte* end_;
 };
 
-void put(Writer& w, const Realisation& r) {
+// `last_metrics`: only the last metrics row travels (the rank that made them writes the others).
+void put(Writer& w, const Realisation& r, bool last_metrics) {
   w.put(r.seed);
   w.put(r.steps);
   w.put(r.reached);
@@ -77,7 +78,12 @@ void put(Writer& w, const Realisation& r) {
   w.put(r.moves);
   w.put(r.clipped_draws);
   w.put_vector(r.segments);
-  w.put_vector(r.metrics);
+  if (last_metrics && r.metrics.size() > 1) {
+    w.put<std::uint64_t>(1);
+    w.put(r.metrics.back());
+  } else {
+    w.put_vector(r.metrics);
+  }
   w.put_vector(r.occupied);
   w.put_vector(r.branch_points);
   w.put_vector(r.anastomosis_points);
@@ -114,13 +120,21 @@ Realisation get(Reader& in) {
 
 }  // namespace
 
-HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
-                                         bool logs) {
+namespace {
+
+// Without `share` every realisation travels whole (but for the logs, without `logs`).
+HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const RunOptions& options, bool logs,
+                            HybridShare* share) {
   const dist::Comm& comm = dist::Comm::world();
-  if (!comm.distributed()) return run_hybrid_ensemble(problem, replicates, options);
+  if (!comm.distributed()) {
+    HybridEnsemble all = run_hybrid_ensemble(problem, replicates, options);
+    if (share) *share = HybridShare{0, all.realisations.size(), {}};
+    return all;
+  }
   validate(problem);
   if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
   const dist::Range mine = dist::share(static_cast<std::uint64_t>(replicates), comm.size(), comm.rank());
+  if (share) *share = HybridShare{mine.begin, mine.size(), {}};
   HybridEnsemble local;
   if (mine.size() > 0) {
     RunOptions o = options;
@@ -148,14 +162,16 @@ HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int repli
   Writer w;
   if (!comm.root()) {
     std::size_t bytes = 0;  // one allocation for the message (fresh host memory is slow to come by)
+    const bool last_metrics = share != nullptr;
     for (const Realisation& r : local.realisations) {
       bytes += sizeof(Realisation) + 8 * 8 + r.segments.size() * sizeof(Segment) +
-               r.metrics.size() * sizeof(MetricsRow) +
+               (last_metrics ? std::min<std::size_t>(r.metrics.size(), 1) : r.metrics.size()) * sizeof(MetricsRow) +
                (r.occupied.size() + r.branch_points.size() + r.anastomosis_points.size() +
                 r.active_tip_nodes.size() + r.final_c.size()) * 8 + r.anastomosis_kinds.size();
     }
     w.bytes.reserve(bytes);
-    for (const Realisation& r : local.realisations) put(w, r);
+    for (const Realisation& r : local.realisations) put(w, r, last_metrics);
+    if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
     local.realisations = {};
   }
   const std::vector<std::byte> all = comm.gather(w.bytes);
@@ -171,6 +187,18 @@ HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int repli
       throw InternalError("hybrid ensemble: realisations lost in the gather");
   }
   return out;
+}
+
+}  // namespace
+
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                         bool logs) {
+  return gather_ranks(problem, replicates, options, logs, nullptr);
+}
+
+HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                         bool logs, HybridShare& share) {
+  return gather_ranks(problem, replicates, options, logs, &share);
 }
 
 }  // namespace simkit::angio

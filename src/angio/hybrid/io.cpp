@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "core/image.hpp"
 #include "core/output.hpp"
@@ -284,15 +286,61 @@ Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
   return out;
 }
 
+namespace {
+
+// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k].
+void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
+                         std::uint64_t count) {
+  if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
+  for (std::uint64_t k = 0; k < count; ++k) {
+    write_metrics_csv(dir / "metrics" / fmt::format("realisation_{:05d}.csv", first + k),
+                      realisations[static_cast<std::size_t>(k)].metrics);
+  }
+}
+
+// Every file but the metrics into the staging directory, then the commit.
+json write_hybrid_rest(StagedOutput& staged, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+                       const HybridRunInfo& info);
+
+}  // namespace
+
 nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem& p, const std::vector<Realisation>& ensemble,
                                     const HybridRunInfo& info) {
   if (ensemble.empty()) throw InternalError("write_hybrid_outputs: no realisation");
   // Staged (core StagedOutput): `out` changes only when every file is written.
   StagedOutput staged(out_dir);
+  ensure_output_directory(staged.dir() / "metrics");
+  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size());
+  return write_hybrid_rest(staged, p, ensemble, info);
+}
+
+nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridProblem& p,
+                                          const std::vector<Realisation>& ensemble, const HybridShare& share,
+                                          const HybridRunInfo& info) {
+  const dist::Comm& comm = dist::Comm::world();
+  if (!comm.distributed()) return write_hybrid_outputs(out_dir, p, ensemble, info);
+  // Rank 0 stages and makes metrics/ before the broadcast: the directory exists when the others write.
+  std::optional<StagedOutput> staged;
+  std::string dir;
+  if (comm.root()) {
+    if (ensemble.empty()) throw InternalError("write_hybrid_outputs: no realisation");
+    staged.emplace(out_dir);
+    ensure_output_directory(staged->dir() / "metrics");
+    dir = staged->dir().string();
+  }
+  dir = comm.broadcast(dir);
+  // Rank 0's own realisations are the first of the ensemble; the others' are in their share.
+  write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count);
+  comm.barrier();  // every rank's metrics files are in the staging directory
+  if (!comm.root()) return nullptr;
+  return write_hybrid_rest(*staged, p, ensemble, info);
+}
+
+namespace {
+
+json write_hybrid_rest(StagedOutput& staged, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+                       const HybridRunInfo& info) {
   const fs::path& out = staged.dir();
-  ensure_output_directory(out / "metrics");
-  for (std::size_t r = 0; r < ensemble.size(); ++r)
-    write_metrics_csv(out / "metrics" / fmt::format("realisation_{:05d}.csv", r), ensemble[r].metrics);
   write_ensemble_csv(out / "ensemble.csv", ensemble);
   write_network_vtp(out / "network.vtp", p, ensemble.front());
   {
@@ -334,5 +382,7 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   });
   return result;
 }
+
+}  // namespace
 
 }  // namespace simkit::angio
