@@ -10,6 +10,7 @@
 #           flux with the same-node CUDA IPC exchange too; weak scaling of the default form
 #           (400x400x700 a GPU); the series of every multi-rank run compared byte for byte with the
 #           single-rank one;
+#   hybrid-quick  the D_c = 0 ensemble, then D_c > 0 at R = 4000 only;
 #   prolif  prolif 10^8 initial cells (cells split) and 1024 replicates on 1 and 2 GPUs;
 #   fit     a calibration (ProCell's model 3 on the bundle's bone-marrow data) on 1 and 2 GPUs;
 #   largest 2000x2000x1000 fp64 (96 GB of fields) on two GPUs.
@@ -67,28 +68,38 @@ same() {  # same TAG FILE1 FILE2: byte for byte, into equal.txt
   cmp -s "$2" "$3" && echo "$1: equal" | tee -a "$out/equal.txt" || echo "$1: DIFFER" | tee -a "$out/equal.txt"
 }
 
-part_hybrid() {
-  # with TAF diffusion each realisation sweeps its own c field on the GPU (bandwidth-bound)
+hybrid_dc() {  # R: with TAF diffusion each realisation sweeps its own c field on the GPU (bandwidth-bound)
   printf 'model = "hybrid"\n[grid]\nsize = [100, 100, 100]\n[time]\ndt = 0.01\nt_max = 2\n[parameters]\nD_c = 0.0003\n' > "$w/dc.toml"
-  for r in 4000 16000; do
-    local dc=(angio hybrid --backend cuda --config "$w/dc.toml" --replicates $r --seed 3 --no-quicklook)
-    run "hybrid-ensemble-Dc-R$r" 1 "${dc[@]}" --out "$w/d1"
-    MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-Dc-R$r" 2 "${dc[@]}" --out "$w/d2"
-    same "hybrid-ensemble-Dc-R$r ensemble.csv" "$w/d1/ensemble.csv" "$w/d2/ensemble.csv"
-    rm -rf "$w/d1" "$w/d2"
-  done
-  # D_c = 0 (each run also writes 20 000 metrics files: the summary's compute time leaves that out)
+  local dc=(angio hybrid --backend cuda --config "$w/dc.toml" --replicates "$1" --seed 3 --no-quicklook)
+  run "hybrid-ensemble-Dc-R$1" 1 "${dc[@]}" --out "$w/d1"
+  MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-Dc-R$1" 2 "${dc[@]}" --out "$w/d2"
+  same "hybrid-ensemble-Dc-R$1 ensemble.csv" "$w/d1/ensemble.csv" "$w/d2/ensemble.csv"
+  rm -rf "$w/d1" "$w/d2"
+}
+hybrid_d0() {  # D_c = 0, R = 20 000 (each run also writes 20 000 metrics files, not in the compute time)
   local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates 20000 --t-max 2 --seed 3 --no-quicklook)
   run "hybrid-ensemble-R20000" 1 "${h[@]}" --out "$w/h1"
   MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h2"
   run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h3"
   same "hybrid-ensemble-R20000 ensemble.csv" "$w/h1/ensemble.csv" "$w/h2/ensemble.csv"
+  same "hybrid-ensemble-R20000 metrics/realisation_19999.csv" "$w/h1/metrics/realisation_19999.csv" \
+    "$w/h2/metrics/realisation_19999.csv"
   rm -rf "$w/h1" "$w/h2" "$w/h3"
+}
+part_hybrid() {
+  hybrid_dc 4000
+  hybrid_dc 16000
+  hybrid_d0
   # is the D_c = 0 ensemble bound by the host's rebuild? the same run on fewer cores
+  local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates 20000 --t-max 2 --seed 3 --no-quicklook)
   for t in $(( cores / 4 > 0 ? cores / 4 : 1 )) $half; do
     OMP_NUM_THREADS=$t run "hybrid-ensemble-R20000-threads" 1 "${h[@]}" --threads $t --out "$w/t$t"
     rm -rf "$w/t$t"
   done
+}
+part_hybrid-quick() {  # the D_c = 0 ensemble, then D_c > 0 at R = 4000
+  hybrid_d0
+  hybrid_dc 4000
 }
 
 part_angio() {
@@ -145,8 +156,8 @@ part_largest() {
 
 for part in ${parts//,/ }; do
   case "$part" in
-    hybrid|angio|prolif|fit|largest) echo "== $part"; "part_$part" ;;
-    *) echo "scale-study: unknown part '$part' (hybrid, angio, prolif, fit, largest)" >&2; exit 2 ;;
+    hybrid|hybrid-quick|angio|prolif|fit|largest) echo "== $part"; "part_$part" ;;
+    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, prolif, fit, largest)" >&2; exit 2 ;;
   esac
 done
 rm -rf "$w"
