@@ -299,7 +299,7 @@ BENCHMARK(BM_AngioFp64)->Apply(cuda_cases64)->Unit(benchmark::kMillisecond)->Min
 
 // The hybrid model's ensembles: R realisations to the reach time or t_max, k = 0.01, linear TAF.
 // Args: backend (2 cpu, 3 cuda), grid (0: 200^3 with h = 1/199, 1: 400 x 400 x 140, 2: the 2D 201^2
-// case with h = 0.005), replicates, rho x 100 (34: A&C; 0: chemotaxis only), D_c x 10^4 (0, or 3:
+// case with h = 0.005, 3: 100^3, the scale-out study's ensemble), replicates, rho x 100 (34: A&C; 0: chemotaxis only), D_c x 10^4 (0, or 3:
 // TAF diffusion with D_c = 0.0003, a c field per realisation), rule (0: the defaults, 1:
 // anastomosis "any", the rule before docs/angio.md's "Anastomosis"), t_max x 10.
 // Time is end to end (initial fields, upload, kernels, rebuilding every realisation on the host);
@@ -310,8 +310,9 @@ void BM_AngioHybrid(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
   HybridProblem p;
   const int which = static_cast<int>(state.range(1));
-  p.grid = which == 0 ? Grid{200, 200, 200, 1.0 / 199}
-                      : (which == 1 ? Grid{400, 400, 140, 1.0 / 399} : Grid{201, 201, 1, 0.005});
+  const Grid grids[] = {Grid{200, 200, 200, 1.0 / 199}, Grid{400, 400, 140, 1.0 / 399}, Grid{201, 201, 1, 0.005},
+                        Grid{100, 100, 100, 1.0 / 99}};
+  p.grid = grids[which];
   p.dt = 0.01;
   p.model.haptotaxis = static_cast<double>(state.range(3)) / 100;
   p.model.taf_diffusion = static_cast<double>(state.range(4)) / 1e4;
@@ -385,6 +386,10 @@ BENCHMARK(BM_AngioHybrid)
     ->Args({2, 2, 1000, 0, 0, 0, 200})
     ->Args({3, 0, 100, 34, 3, 0, 20})  // D_c > 0: a c field per realisation, to t = 2
     ->Args({2, 0, 16, 34, 3, 0, 20})
+    // the scale-out study's D_c = 0 ensemble (docs/performance.md, "Scale-out"): 100^3, A&C, to t = 2,
+    // as one GPU runs it and as each of two does (where a run of well under a second spends its time)
+    ->Args({3, 3, 20000, 34, 0, 0, 20})
+    ->Args({3, 3, 10000, 34, 0, 0, 20})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
