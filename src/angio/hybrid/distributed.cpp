@@ -118,10 +118,6 @@ Realisation get(Reader& in) {
   return r;
 }
 
-}  // namespace
-
-namespace {
-
 // Without `share` every realisation travels whole (but for the logs, without `logs`).
 HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const RunOptions& options, bool logs,
                             HybridShare* share) {
