@@ -35,6 +35,20 @@ class Writer {
   std::vector<std::byte> bytes;
 };
 
+// Counts what a Writer would hold (the message is sized by the serialiser itself, then allocated once).
+class Sizer {
+ public:
+  template <class T>
+  void put(const T&) {
+    bytes += sizeof(T);
+  }
+  template <class T>
+  void put_vector(const std::vector<T>& v) {
+    bytes += sizeof(std::uint64_t) + v.size() * sizeof(T);
+  }
+  std::size_t bytes = 0;
+};
+
 class Reader {
  public:
   Reader(const std::byte* data, std::size_t size) : at_(data), end_(data + size) {}
@@ -65,7 +79,8 @@ class Reader {
 };
 
 // `last_metrics`: only the last metrics row travels (the rank that made them writes the others).
-void put(Writer& w, const Realisation& r, bool last_metrics) {
+template <class Out>
+void put(Out& w, const Realisation& r, bool last_metrics) {
   w.put(r.seed);
   w.put(r.steps);
   w.put(r.reached);
@@ -79,7 +94,7 @@ void put(Writer& w, const Realisation& r, bool last_metrics) {
   w.put(r.clipped_draws);
   w.put_vector(r.segments);
   if (last_metrics && r.metrics.size() > 1) {
-    w.put<std::uint64_t>(1);
+    w.template put<std::uint64_t>(1);
     w.put(r.metrics.back());
   } else {
     w.put_vector(r.metrics);
@@ -157,16 +172,12 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   }
   Writer w;
   if (!comm.root()) {
-    std::size_t bytes = 0;  // one allocation for the message (fresh host memory is slow to come by)
     const bool last_metrics = share != nullptr;
-    for (const Realisation& r : local.realisations) {
-      bytes += sizeof(Realisation) + 8 * 8 + r.segments.size() * sizeof(Segment) +
-               (last_metrics ? std::min<std::size_t>(r.metrics.size(), 1) : r.metrics.size()) * sizeof(MetricsRow) +
-               (r.occupied.size() + r.branch_points.size() + r.anastomosis_points.size() +
-                r.active_tip_nodes.size() + r.final_c.size()) * 8 + r.anastomosis_kinds.size();
-    }
-    w.bytes.reserve(bytes);
+    Sizer size;  // one allocation for the message (fresh host memory is slow to come by)
+    for (const Realisation& r : local.realisations) put(size, r, last_metrics);
+    w.bytes.reserve(size.bytes);
     for (const Realisation& r : local.realisations) put(w, r, last_metrics);
+    if (w.bytes.size() != size.bytes) throw InternalError("hybrid ensemble: the message's size was miscounted");
     if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
     local.realisations = {};
   }
