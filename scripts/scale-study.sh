@@ -21,41 +21,54 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/.bundle"
-[ -x "$bundle/simkit" ] || tar xJf "$bundle/simkit-bundle.txz" -C "$bundle"
-export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SIMKIT_HALO="${SIMKIT_HALO:-}"
-{ keep="$here"; source "$bundle/ompi/env.sh"; here="$keep"; }
-parts="hybrid,angio,prolif,fit"
+parts="hybrid,angio,prolif,fit" largest=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --largest) parts="$parts,largest"; shift ;;
-    --parts) parts="$2"; shift 2 ;;
+    --largest) largest=",largest"; shift ;;
+    --parts) [ $# -ge 2 ] || { echo "scale-study: --parts needs a list" >&2; exit 2; }; parts="$2"; shift 2 ;;
+    -*) echo "scale-study: unknown option '$1' (--parts LIST, --largest, STEPS)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
+[ $# -le 1 ] || { echo "scale-study: one STEPS at most (got: $*)" >&2; exit 2; }
+[[ "${1:-400}" =~ ^[1-9][0-9]*$ ]] || { echo "scale-study: STEPS must be a positive integer (got '$1')" >&2; exit 2; }
+parts="$parts$largest"
+for part in ${parts//,/ }; do  # every part known before any runs
+  case "$part" in
+    hybrid|hybrid-quick|angio|prolif|fit|largest) ;;
+    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, prolif, fit, largest)" >&2; exit 2 ;;
+  esac
+done
 steps="${1:-400}"
+[ -x "$bundle/simkit" ] || tar xJf "$bundle/simkit-bundle.txz" -C "$bundle" \
+  || { echo "scale-study: no bundle in $bundle (scripts/gpu-bundle.sh makes it)" >&2; exit 1; }
+export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SIMKIT_HALO="${SIMKIT_HALO:-}"
+{ keep="$here"; source "$bundle/ompi/env.sh"; here="$keep"; }
 out="${OUT:-/tmp/scale-study}"
 mkdir -p "$out"
 s="$bundle/simkit"
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-cores=$(nproc)
+cores=$(nproc --all)  # the host's, whatever OMP_NUM_THREADS or the affinity says
 half=$(( cores / 2 > 0 ? cores / 2 : 1 ))
-{ nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m; cat "$bundle/COMMIT"; } \
+{ echo "$cores"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nvidia-smi topo -m; cat "$bundle/COMMIT"; } \
   > "$out/machine.txt" 2>&1
 w=/tmp/scale-work && rm -rf "$w" && mkdir -p "$w"
 # one JSON line: tag, ranks, then simkit's --json summary. MPIRUN_OPTS: the 2-rank runs' placement
 # (default: no binding); a run that takes more than STUDY_RUN_LIMIT seconds (default 150) is stopped.
 run() {
   local tag="$1" ranks="$2"; shift 2
-  local line limit="${STUDY_RUN_LIMIT:-150}"
+  local line limit="${STUDY_RUN_LIMIT:-150}" rc
   if [ "$ranks" = 1 ]; then
-    line=$(timeout "$limit" "$s" "$@" --json -q 2>> "$out/errors.txt")
+    line=$(timeout -k 10 "$limit" "$s" "$@" --json -q 2>> "$out/errors.txt")
   else
     local pass=(-x SIMKIT_HALO)
     [ -n "${OMP_NUM_THREADS:-}" ] && pass+=(-x OMP_NUM_THREADS)
     # shellcheck disable=SC2086
-    line=$(timeout "$limit" mpirun -n "$ranks" ${MPIRUN_OPTS:---bind-to none} "${pass[@]}" "$s" "$@" --json -q \
+    line=$(timeout -k 10 "$limit" mpirun -n "$ranks" ${MPIRUN_OPTS:---bind-to none} "${pass[@]}" "$s" "$@" --json -q \
            2>> "$out/errors.txt")
-    if [ -z "$line" ] && [ -n "${MPIRUN_OPTS:-}" ]; then  # a placement this host cannot give: unbound
+    rc=$?
+    # a placement this host cannot give (not a run stopped at its limit): once more, unbound
+    if [ -z "$line" ] && [ -n "${MPIRUN_OPTS:-}" ] && [ $rc -ne 124 ] && [ $rc -ne 137 ]; then
       echo "$tag: mpirun $MPIRUN_OPTS failed, run again unbound" | tee -a "$out/errors.txt"
       MPIRUN_OPTS="" run "$tag" "$ranks" "$@"
       return
@@ -65,7 +78,9 @@ run() {
   echo "$tag ranks=$ranks ${MPIRUN_OPTS:-} ${OMP_NUM_THREADS:+threads=$OMP_NUM_THREADS}: $(echo "$line" | grep -oE '"(compute|simulate|fit)_seconds":[0-9.e+-]+' | head -1)"
 }
 same() {  # same TAG FILE1 FILE2: byte for byte, into equal.txt
-  cmp -s "$2" "$3" && echo "$1: equal" | tee -a "$out/equal.txt" || echo "$1: DIFFER" | tee -a "$out/equal.txt"
+  local verdict=DIFFER
+  if [ ! -f "$2" ] || [ ! -f "$3" ]; then verdict="MISSING (a run failed)"; elif cmp -s "$2" "$3"; then verdict=equal; fi
+  echo "$1: $verdict" | tee -a "$out/equal.txt"
 }
 
 hybrid_dc() {  # R: with TAF diffusion each realisation sweeps its own c field on the GPU (bandwidth-bound)
@@ -82,6 +97,7 @@ hybrid_d0() {  # D_c = 0, R = 20 000 (each run also writes 20 000 metrics files,
   MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h2"
   run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h3"
   same "hybrid-ensemble-R20000 ensemble.csv" "$w/h1/ensemble.csv" "$w/h2/ensemble.csv"
+  same "hybrid-ensemble-R20000 ensemble.csv, unbound" "$w/h1/ensemble.csv" "$w/h3/ensemble.csv"
   same "hybrid-ensemble-R20000 metrics/realisation_19999.csv" "$w/h1/metrics/realisation_19999.csv" \
     "$w/h2/metrics/realisation_19999.csv"
   rm -rf "$w/h1" "$w/h2" "$w/h3"
@@ -155,9 +171,7 @@ part_largest() {
 }
 
 for part in ${parts//,/ }; do
-  case "$part" in
-    hybrid|hybrid-quick|angio|prolif|fit|largest) echo "== $part"; "part_$part" ;;
-    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, prolif, fit, largest)" >&2; exit 2 ;;
-  esac
+  echo "== $part"
+  "part_$part"
 done
 rm -rf "$w"

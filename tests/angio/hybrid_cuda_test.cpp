@@ -32,7 +32,7 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial) * 77;
     const int replicates = 24;
     // Odd trials download every realisation's log on its own, even ones in one strided copy; the
-    // host rebuild runs on the caller's thread count, one thread or three (--threads).
+    // host rebuild runs on the caller's thread count (trial % 3 == 0), one thread or two (--threads).
     const std::vector<Realisation> gpu =
         detail::hybrid_cuda::run(p, seed, replicates, 0, {}, {8, 4, trial % 2 == 1}, nullptr, {}, trial % 3);
     ASSERT_EQ(gpu.size(), static_cast<std::size_t>(replicates));

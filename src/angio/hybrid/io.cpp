@@ -17,6 +17,7 @@
 
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
+#include "core/collective.hpp"
 #include "core/image.hpp"
 #include "core/output.hpp"
 #include "core/vtk.hpp"
@@ -298,9 +299,20 @@ void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& re
   }
 }
 
-// Every file but the metrics into the staging directory, then the commit.
-json write_hybrid_rest(StagedOutput& staged, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+// Every file but the metrics into the staging directory; returns result.json's content.
+json write_hybrid_rest(const fs::path& out, const HybridProblem& p, const std::vector<Realisation>& ensemble,
                        const HybridRunInfo& info);
+
+// Moves the staged files into place; an earlier run's files that this one did not write go (a
+// larger ensemble's metrics, a network image this run was not asked for), so that the directory
+// describes one run.
+void commit_hybrid(StagedOutput& staged) {
+  staged.commit([](const fs::path& rel) {
+    for (const char* own : {"ensemble.csv", "network.vtp", "fields.vti", "network.png", "result.json"})
+      if (rel == own) return true;
+    return matches_output_pattern(rel, "metrics", "realisation_", ".csv");
+  });
+}
 
 }  // namespace
 
@@ -311,7 +323,9 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   StagedOutput staged(out_dir);
   ensure_output_directory(staged.dir() / "metrics");
   write_metrics_files(staged.dir(), ensemble, 0, ensemble.size());
-  return write_hybrid_rest(staged, p, ensemble, info);
+  json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
+  commit_hybrid(staged);
+  return result;
 }
 
 nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridProblem& p,
@@ -319,28 +333,44 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
                                           const HybridRunInfo& info) {
   const dist::Comm& comm = dist::Comm::world();
   if (!comm.distributed()) return write_hybrid_outputs(out_dir, p, ensemble, info);
-  // Rank 0 stages and makes metrics/ before the broadcast: the directory exists when the others write.
+  // Rank 0 stages and makes metrics/ before the broadcast, so that the directory exists when the
+  // others write; its path is absolute (the ranks may not share a working directory). A failure on
+  // any rank (collectively) is raised on every rank, so that rank 0 unwinds and removes its staging.
   std::optional<StagedOutput> staged;
-  std::string dir;
-  if (comm.root()) {
-    if (ensemble.empty()) throw InternalError("write_hybrid_outputs: no realisation");
+  std::string dir = dist::collectively(comm, [&] {
+    if (!comm.root()) return std::string();
+    if (ensemble.empty() || share.first != 0 || share.count < 1 || share.count > ensemble.size())
+      throw InternalError("write_hybrid_outputs_ranks: rank 0's share is not the ensemble's start");
     staged.emplace(out_dir);
     ensure_output_directory(staged->dir() / "metrics");
-    dir = staged->dir().string();
-  }
+    return fs::absolute(staged->dir()).string();
+  });
   dir = comm.broadcast(dir);
-  // Rank 0's own realisations are the first of the ensemble; the others' are in their share.
-  write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count);
-  comm.barrier();  // every rank's metrics files are in the staging directory
+  // Each rank its own metrics files (rank 0's realisations are the first of the ensemble, the
+  // others' in their share); rank 0 the other files meanwhile. Every rank has written when this returns.
+  json result = dist::collectively(comm, [&] {
+    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count);
+    return comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
+  });
   if (!comm.root()) return nullptr;
-  return write_hybrid_rest(*staged, p, ensemble, info);
+  // The others' files must be visible here before they are moved (a file system every rank sees).
+  for (std::size_t r = 0; r < ensemble.size(); ++r) {
+    const fs::path file = fs::path(dir) / "metrics" / fmt::format("realisation_{:05d}.csv", r);
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
+      throw UserError("out", fmt::format(" {}: {} written by another rank is not visible on rank 0: --out must be "
+                                         "on a file system every rank sees",
+                                         out_dir.string(), file.filename().string()));
+    }
+  }
+  commit_hybrid(*staged);
+  return result;
 }
 
 namespace {
 
-json write_hybrid_rest(StagedOutput& staged, const HybridProblem& p, const std::vector<Realisation>& ensemble,
+json write_hybrid_rest(const fs::path& out, const HybridProblem& p, const std::vector<Realisation>& ensemble,
                        const HybridRunInfo& info) {
-  const fs::path& out = staged.dir();
   write_ensemble_csv(out / "ensemble.csv", ensemble);
   write_network_vtp(out / "network.vtp", p, ensemble.front());
   {
@@ -373,13 +403,6 @@ json write_hybrid_rest(StagedOutput& staged, const HybridProblem& p, const std::
                      {"weights", weights_name(p.hybrid.weights)},
                      {"psi", p.hybrid.psi}};
   write_file_atomic(out / "result.json", result.dump(2) + "\n");
-  // An earlier run's files that this one did not write go (a larger ensemble's metrics, a network
-  // image this run was not asked for), so that the directory describes one run.
-  staged.commit([](const fs::path& rel) {
-    for (const char* own : {"ensemble.csv", "network.vtp", "fields.vti", "network.png", "result.json"})
-      if (rel == own) return true;
-    return matches_output_pattern(rel, "metrics", "realisation_", ".csv");
-  });
   return result;
 }
 
