@@ -31,8 +31,13 @@ set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
+# ccache (scripts/setup.sh installs it): besides rebuilds, `pip install .` after the release build
+# (README's command 1, CI) compiles the same libraries with the same flags and compiler (the release
+# preset names gcc/g++, as the Python build's environment does: ccache tells c++ from g++), so they
+# come from the cache.
 find_program(SIMKIT_CCACHE ccache)
 if(SIMKIT_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER "${SIMKIT_CCACHE}")
   set(CMAKE_CXX_COMPILER_LAUNCHER "${SIMKIT_CCACHE}")
   set(CMAKE_CUDA_COMPILER_LAUNCHER "${SIMKIT_CCACHE}")
 endif()

@@ -179,7 +179,7 @@ class Independent {
   }
   // Angio_TDA's move_sprouts: one-sided differences, chi constant, a drawn literally.
   int draw(std::pair<int, int> node) {
-    const auto [i, j] = node;
+    const int i = node.first, j = node.second;  // (not a structured binding: clang 14, in the sanitizer builds, cannot capture one)
     const double a = p_.dt / (p_.grid.h * p_.grid.h), D = p_.model.diffusion, chi = p_.model.chemotaxis,
                  rho = p_.model.haptotaxis;
     double P[5] = {1 - 4 * a * D, a * D, a * D, a * D, a * D};  // stay, +x, -x, +y, -y

@@ -809,6 +809,51 @@ TEST(Fit, RestartsRunIndependentFitsAndKeepTheBestChecked) {
   EXPECT_NE(user_error([&] { (void)fit(t.initial, t.spec, t.targets, o); }).find("restarts"), std::string::npos);
 }
 
+// The bootstrap's bookkeeping on the tiny fit (cheap enough for the sanitizer presets, which leave
+// out the statistical FitRecovery tests below: they run the same code at 20-100x the size): one
+// point and one fitness per refit, the intervals ordered around their own spread, the derived
+// proportions of both populations, each refit a fit of its own seed, and the same seed the same
+// intervals on reference and cpu.
+TEST(Fit, BootstrapRefitsEachSyntheticDataSetDeterministically) {
+  const TinyFit t;
+  FitOptions o;
+  o.particles = 6;
+  o.iterations = 3;
+  o.replicates = 2;
+  o.seed = 7;
+  o.run = options(Backend::Cpu, 1, 2);
+  const FitResult best = fit(t.initial, t.spec, t.targets, o);
+  int reported = 0;
+  const Uncertainty u = bootstrap(t.initial, t.spec, t.targets, o, best, 3, 0.9, [&](int done) { reported = done; });
+  EXPECT_EQ(u.fits, 3);
+  EXPECT_EQ(reported, 3);
+  EXPECT_EQ(u.level, 0.9);
+  ASSERT_EQ(u.points.size(), 3u);
+  ASSERT_EQ(u.fitness.size(), 3u);
+  EXPECT_NE(u.points[0], u.points[1]);  // each refit has data and a seed of its own
+  ASSERT_EQ(u.parameters.size(), best.parameters.size());
+  for (std::size_t i = 0; i < u.parameters.size(); ++i) {
+    const ParameterInterval& p = u.parameters[i];
+    EXPECT_EQ(p.name, best.parameters[i].name);
+    EXPECT_EQ(p.best, best.best_x[i]);
+    EXPECT_LE(p.low, p.high) << p.name;
+    double lo = u.points[0][i], hi = lo;
+    for (const auto& x : u.points) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+    EXPECT_GE(p.low, lo) << p.name;  // percentiles of the refits, inside their range
+    EXPECT_LE(p.high, hi) << p.name;
+  }
+  ASSERT_EQ(u.proportions.size(), 2u);
+  for (const ParameterInterval& p : u.proportions) {
+    EXPECT_GE(p.low, 0.0) << p.name;
+    EXPECT_LE(p.high, 1.0) << p.name;
+  }
+  FitOptions r = o;
+  r.run = options(Backend::Reference, 1, 2);
+  const Uncertainty again = bootstrap(t.initial, t.spec, t.targets, r, fit(t.initial, t.spec, t.targets, r), 3, 0.9);
+  EXPECT_EQ(again.points, u.points);
+  EXPECT_EQ(again.fitness, u.fitness);
+}
+
 TEST(Fit, RefusesAnInvalidSpecBeforeSimulating) {
   TinyFit t;
   t.spec.free[0].mean = Range{40, 10};
