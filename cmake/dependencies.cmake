@@ -1,18 +1,5 @@
 # Third-party libraries, all from Debian packages (scripts/setup.sh installs them).
 find_package(Threads REQUIRED)
-# SIMKIT_OPENMP_RUNTIME=gomp, with clang: GCC's libgomp, the release build's runtime, instead of
-# LLVM's libomp (the asan preset: libomp 14 keeps allocations of its thread pool that LeakSanitizer
-# reports as leaks; the tsan preset keeps libomp, whose Archer tells ThreadSanitizer about OpenMP).
-set(SIMKIT_OPENMP_RUNTIME "" CACHE STRING "With clang: gomp links GCC's libgomp instead of LLVM's libomp")
-if(SIMKIT_OPENMP_RUNTIME STREQUAL "gomp" AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-  execute_process(COMMAND "${CMAKE_CXX_COMPILER}" -print-file-name=libgomp.so OUTPUT_VARIABLE _simkit_gomp
-                  OUTPUT_STRIP_TRAILING_WHITESPACE)
-  set(OpenMP_CXX_FLAGS "-fopenmp=libgomp" CACHE STRING "" FORCE)
-  set(OpenMP_CXX_LIB_NAMES gomp CACHE STRING "" FORCE)
-  set(OpenMP_gomp_LIBRARY "${_simkit_gomp}" CACHE FILEPATH "" FORCE)
-elseif(SIMKIT_OPENMP_RUNTIME)
-  message(FATAL_ERROR "SIMKIT_OPENMP_RUNTIME: '${SIMKIT_OPENMP_RUNTIME}' (only gomp, with clang)")
-endif()
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
