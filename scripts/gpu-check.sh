@@ -124,6 +124,11 @@ fi
 
 rows=()
 failed=0
+notrun=0
+not_run() {  # a summary row for what the deadline left out
+  rows+=("$(printf '%-32s %s' "$1" "not run (deadline)")")
+  notrun=$((notrun + 1))
+}
 deadline="${GPU_CHECK_DEADLINE:-}"
 left() {  # seconds left before the deadline (a large number without one)
   if [ -n "$deadline" ]; then echo $(( deadline - $(date +%s) )); else echo 999999; fi
@@ -145,7 +150,7 @@ if [ "$mode" != "--bench-only" ]; then
     name=$(basename "$t")
     in_filter "$name" || continue
     if [ "$(left)" -le 5 ]; then
-      rows+=("$(printf '%-32s %s' "$name" "not run (deadline)")")
+      not_run "$name"
       continue
     fi
     start=$(date +%s%N)
@@ -168,18 +173,19 @@ if [ "$mode" != "--bench-only" ]; then
   done
 fi
 if [ "$mode" != "--bench-only" ] && [ -x "$bundle/dist_angio_mpi_test" ] && [ -n "${SIMKIT_MPIEXEC:-}" ] &&
-   in_filter dist_angio_ipc && [ "$(left)" -le 5 ]; then
-  rows+=("$(printf '%-32s %s' "dist_angio cuda, CUDA IPC" "not run (deadline)")")
-elif [ "$mode" != "--bench-only" ] && [ -x "$bundle/dist_angio_mpi_test" ] && [ -n "${SIMKIT_MPIEXEC:-}" ] &&
    in_filter dist_angio_ipc; then
-  # the slabs' cuda cases again with the same-node CUDA IPC exchange (opt-in; the default stages through the host)
-  start=$(date +%s%N)
-  SIMKIT_HALO=ipc timeout -k 10 "$(left)" "$bundle/dist_angio_mpi_test" --gtest_brief=1 --gtest_filter='*cuda*' > "$out/dist_angio_ipc.log" 2>&1
-  rc=$?
-  ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/dist_angio_ipc.log" | grep -oE '[0-9]+$' || echo 0)
-  [ $rc -ne 0 ] && failed=1 && grep -E '^\[  FAILED  \]|Failure' "$out/dist_angio_ipc.log" | head -10
-  rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "dist_angio cuda, CUDA IPC" 2 "${passed:-0}" 0 $((rc != 0)) "$ms")")
+  if [ "$(left)" -le 5 ]; then
+    not_run "dist_angio cuda, CUDA IPC"
+  else
+    # the slabs' cuda cases again with the same-node CUDA IPC exchange (opt-in; the default stages through the host)
+    start=$(date +%s%N)
+    SIMKIT_HALO=ipc timeout -k 10 "$(left)" "$bundle/dist_angio_mpi_test" --gtest_brief=1 --gtest_filter='*cuda*' > "$out/dist_angio_ipc.log" 2>&1
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/dist_angio_ipc.log" | grep -oE '[0-9]+$' || echo 0)
+    [ $rc -ne 0 ] && failed=1 && grep -E '^\[  FAILED  \]|Failure' "$out/dist_angio_ipc.log" | head -10
+    rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "dist_angio cuda, CUDA IPC" 2 "${passed:-0}" 0 $((rc != 0)) "$ms")")
+  fi
 fi
 if [ "$mode" != "--bench-only" ] && in_filter cli && [ "$(left)" -gt 60 ]; then
   # angio through the CLI on the GPU: cuda and cpu write the same bits, and a run restarted from
@@ -250,7 +256,7 @@ if [ "$mode" != "--bench-only" ] && in_filter cli && [ "$(left)" -gt 60 ]; then
   rows+=("$(printf '%-32s %6s %7s %7s %6s %7dms' "ddm CLI gpu/bitmatrix=cpu" 1 $ok 0 $((1 - ok)) "$ms")")
   rm -rf "$d"
 elif [ "$mode" != "--bench-only" ] && in_filter cli; then
-  rows+=("$(printf '%-32s %s' "CLI cuda=cpu checks" "not run (deadline)")")
+  not_run "CLI cuda=cpu checks"
 fi
 if [ "$mode" != "--tests-only" ]; then
   for b in "$bundle"/bench_*; do
@@ -265,8 +271,6 @@ echo
 echo "== summary (bundle commit $commit)"
 printf '%-32s %6s %7s %7s %6s %8s\n' test tests passed skipped failed time
 for r in "${rows[@]}"; do echo "$r"; done
-notrun=0
-for r in "${rows[@]}"; do [[ "$r" == *"not run (deadline)"* ]] && notrun=$((notrun + 1)); done
 if [ $failed -ne 0 ]; then
   echo "gpu-check: FAILURES (logs in $out)"
 elif [ $notrun -gt 0 ]; then

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/vtk.hpp"
@@ -282,15 +281,6 @@ TEST(AngioHybridRanks, TheGatheredEnsembleIsTheSingleProcessOne) {
   }
 }
 
-// Every file below `dir` with its contents (relative path -> bytes).
-std::vector<std::pair<std::string, std::string>> files_below(const fs::path& dir) {
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    files.emplace_back(fs::relative(e.path(), dir).string(), e.is_regular_file() ? slurp(e.path()) : "<dir>");
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // A write that fails on a rank other than 0 (its metrics files, past a file size limit as on a full
 // disk) fails the whole job with exit 2 and rank 0's message naming the file, and leaves --out as
 // it was: rank 0 removes its staging directory, the others' files in it included. The shared-memory
@@ -300,15 +290,11 @@ TEST(AngioHybridRanks, AWriteThatFailsOnAnotherRankLeavesTheOutputAsItWas) {
   TempDir tmp;
   const fs::path out = tmp / "out";
   std::vector<std::string> args = {"angio", "hybrid", "--backend", "cpu", "--grid", "24,24,24", "--replicates", "7",
-                                   "-q", "--no-quicklook", "--out", out.string(), "--seed"};
-  const CommandResult first = run_simkit([&] {
-    auto a = args;
-    a.push_back("9");
-    return a;
-  }());
+                                   "-q", "--no-quicklook", "--out", out.string(), "--seed", "9"};
+  const CommandResult first = run_simkit(args);
   ASSERT_EQ(first.exit_code, 0) << describe(first);
-  const auto before = files_below(tmp.path());
-  args.push_back("7");
+  const auto before = snapshot(tmp.path());
+  args.back() = "7";
   auto quoted = [](const std::string& s) { return "'" + s + "'"; };  // the arguments hold no quote
   std::string rank0 = quoted(simkit_binary());
   for (const std::string& a : args) rank0 += " " + quoted(a);
@@ -321,7 +307,7 @@ TEST(AngioHybridRanks, AWriteThatFailsOnAnotherRankLeavesTheOutputAsItWas) {
   EXPECT_EQ(r.exit_code, 2) << describe(r);
   EXPECT_NE(r.err.find("metrics/realisation_0000"), std::string::npos) << r.err;  // rank 1 runs 4, 5 and 6
   EXPECT_NE(r.err.find("write failed"), std::string::npos) << r.err;
-  EXPECT_EQ(files_below(tmp.path()), before) << "the failed run changed its output directory";
+  EXPECT_EQ(snapshot(tmp.path()), before) << "the failed run changed its output directory";
 }
 
 std::size_t count_of(const std::string& text, const std::string& part) {

@@ -28,16 +28,6 @@ using namespace simkit::test;
 
 const fs::path kExamples = fs::path(SIMKIT_SOURCE_DIR) / "examples";
 
-std::map<std::string, std::string> snapshot(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  if (!fs::exists(root)) return files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    files[fs::relative(entry.path(), root).string()] =
-        entry.is_regular_file() ? slurp(entry.path()) : std::string("<directory>");
-  }
-  return files;
-}
-
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());

@@ -180,16 +180,6 @@ std::vector<HostileCase> cases() {
   return out;
 }
 
-// Every file under `root` with its content: the state a failed run must leave as it found it.
-std::map<std::string, std::string> snapshot(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    const std::string name = fs::relative(entry.path(), root).string();
-    files[name] = entry.is_regular_file() ? slurp(entry.path()) : std::string("<directory>");
-  }
-  return files;
-}
-
 class Hostile : public testing::TestWithParam<HostileCase> {};
 
 TEST_P(Hostile, ExitsTwoWithOneLineAndLeavesEverythingAsItWas) {

@@ -698,7 +698,9 @@ struct TinyFit {
     spec.free[0].sd = Range{1, 10};
     settle_placeholders(spec);
   }
-  FitResult run(Backend backend, std::uint64_t seed, bool crn = false, Optimizer optimizer = Optimizer::FstPso) const {
+  // 6 particles, 3 iterations, 2 replicates, 2 threads.
+  static FitOptions fit_options(Backend backend, std::uint64_t seed, bool crn = false,
+                                Optimizer optimizer = Optimizer::FstPso) {
     FitOptions o;
     o.optimizer = optimizer;
     o.particles = 6;
@@ -707,7 +709,10 @@ struct TinyFit {
     o.seed = seed;
     o.common_random_numbers = crn;
     o.run = options(backend, 1, 2);
-    return fit(initial, spec, targets, o);
+    return o;
+  }
+  FitResult run(Backend backend, std::uint64_t seed, bool crn = false, Optimizer optimizer = Optimizer::FstPso) const {
+    return fit(initial, spec, targets, fit_options(backend, seed, crn, optimizer));
   }
 };
 
@@ -778,12 +783,7 @@ TEST(Fit, CommonRandomNumbersAreDeterministicToo) {
 // the one whose best point re-simulates best kept.
 TEST(Fit, RestartsRunIndependentFitsAndKeepTheBestChecked) {
   const TinyFit t;
-  FitOptions o;
-  o.particles = 6;
-  o.iterations = 3;
-  o.replicates = 2;
-  o.seed = 7;
-  o.run = options(Backend::Cpu, 1, 2);
+  FitOptions o = TinyFit::fit_options(Backend::Cpu, 7);
   const FitResult single = fit(t.initial, t.spec, t.targets, o);
   o.restarts = 3;
   const FitResult r = fit(t.initial, t.spec, t.targets, o);
@@ -816,12 +816,7 @@ TEST(Fit, RestartsRunIndependentFitsAndKeepTheBestChecked) {
 // intervals on reference and cpu.
 TEST(Fit, BootstrapRefitsEachSyntheticDataSetDeterministically) {
   const TinyFit t;
-  FitOptions o;
-  o.particles = 6;
-  o.iterations = 3;
-  o.replicates = 2;
-  o.seed = 7;
-  o.run = options(Backend::Cpu, 1, 2);
+  FitOptions o = TinyFit::fit_options(Backend::Cpu, 7);
   const FitResult best = fit(t.initial, t.spec, t.targets, o);
   int reported = 0;
   const Uncertainty u = bootstrap(t.initial, t.spec, t.targets, o, best, 3, 0.9, [&](int done) { reported = done; });
@@ -847,8 +842,7 @@ TEST(Fit, BootstrapRefitsEachSyntheticDataSetDeterministically) {
     EXPECT_GE(p.low, 0.0) << p.name;
     EXPECT_LE(p.high, 1.0) << p.name;
   }
-  FitOptions r = o;
-  r.run = options(Backend::Reference, 1, 2);
+  const FitOptions r = TinyFit::fit_options(Backend::Reference, 7);
   const Uncertainty again = bootstrap(t.initial, t.spec, t.targets, r, fit(t.initial, t.spec, t.targets, r), 3, 0.9);
   EXPECT_EQ(again.points, u.points);
   EXPECT_EQ(again.fitness, u.fitness);

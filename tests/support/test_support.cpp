@@ -69,6 +69,16 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::map<std::string, std::string> snapshot(const std::filesystem::path& root) {
+  std::map<std::string, std::string> files;
+  if (!std::filesystem::exists(root)) return files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    files[std::filesystem::relative(entry.path(), root).string()] =
+        entry.is_regular_file() ? slurp(entry.path()) : std::string("<directory>");
+  }
+  return files;
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

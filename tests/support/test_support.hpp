@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ std::uint64_t printed_seed(std::uint64_t fallback);
 
 // The whole content of a file ("" when it cannot be read).
 std::string slurp(const std::filesystem::path& p);
+
+// Every file and directory under `root` with its content ("<directory>" for a directory), by path
+// relative to `root`; empty when `root` does not exist. The state a failed run must leave as it found it.
+std::map<std::string, std::string> snapshot(const std::filesystem::path& root);
 
 // The lines of `text`, without their '\n'.
 std::vector<std::string> lines_of(const std::string& text);

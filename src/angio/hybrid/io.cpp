@@ -289,12 +289,17 @@ Fields<double> hybrid_fields(const HybridProblem& p, const Realisation& r) {
 
 namespace {
 
+// The metrics file of realisation r below the output directory `dir`.
+fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
+  return dir / "metrics" / fmt::format("realisation_{:05d}.csv", r);
+}
+
 // metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k].
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
                          std::uint64_t count) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
   for (std::uint64_t k = 0; k < count; ++k) {
-    write_metrics_csv(dir / "metrics" / fmt::format("realisation_{:05d}.csv", first + k),
+    write_metrics_csv(metrics_file(dir, first + k),
                       realisations[static_cast<std::size_t>(k)].metrics);
   }
 }
@@ -355,7 +360,7 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
   if (!comm.root()) return nullptr;
   // The others' files must be visible here before they are moved (a file system every rank sees).
   for (std::size_t r = 0; r < ensemble.size(); ++r) {
-    const fs::path file = fs::path(dir) / "metrics" / fmt::format("realisation_{:05d}.csv", r);
+    const fs::path file = metrics_file(dir, r);
     std::error_code ec;
     if (!fs::is_regular_file(file, ec)) {
       throw UserError("out", fmt::format(" {}: {} written by another rank is not visible on rank 0: --out must be "
