@@ -6,10 +6,11 @@
 #           at R = 20 000, the 2-rank runs with each rank bound to half the host's cores (D_c = 0
 #           unbound too); and the 1-GPU D_c = 0 run on a quarter and half of the cores (host-bound?);
 #   angio   strong scaling 400x400x1400 on 1 and 2 GPUs in fp32 and fp64, the flux form and the
-#           expanded one (the default: two steps per pass on one GPU, single steps on slabs), fp32
-#           flux with the same-node CUDA IPC exchange too; weak scaling of the default form
+#           expanded one (the default: two steps per pass, on one GPU and on slabs), fp32 with the
+#           same-node CUDA IPC exchange too; weak scaling of the default form
 #           (400x400x700 a GPU); the series of every multi-rank run compared byte for byte with the
 #           single-rank one;
+#   angio-expanded  the same for the expanded form only (strong fp32 with IPC, fp64, weak);
 #   hybrid-quick  the D_c = 0 ensemble, then D_c > 0 at R = 4000 only;
 #   prolif  prolif 10^8 initial cells (cells split) and 1024 replicates on 1 and 2 GPUs;
 #   fit     a calibration (ProCell's model 3 on the bundle's bone-marrow data) on 1 and 2 GPUs;
@@ -35,8 +36,8 @@ done
 parts="$parts$largest"
 for part in ${parts//,/ }; do  # every part known before any runs
   case "$part" in
-    hybrid|hybrid-quick|angio|prolif|fit|largest) ;;
-    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, prolif, fit, largest)" >&2; exit 2 ;;
+    hybrid|hybrid-quick|angio|angio-expanded|prolif|fit|largest) ;;
+    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, angio-expanded, prolif, fit, largest)" >&2; exit 2 ;;
   esac
 done
 steps="${1:-400}"
@@ -119,13 +120,13 @@ part_hybrid-quick() {  # the D_c = 0 ensemble, then D_c > 0 at R = 4000
 }
 
 part_angio() {
-  for form in flux expanded; do
+  for form in ${angio_forms:-flux expanded}; do
     local angio=(angio run --backend cuda --form $form --series-every 100 --no-snapshots --no-quicklook --steps "$steps")
     for p in fp32 fp64; do
       run "angio-strong-$form-$p" 1 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s1"
       run "angio-strong-$form-$p" 2 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s2"
       same "angio-strong-$form-$p series" "$w/s1/series.csv" "$w/s2/series.csv"
-      if [ $form = flux ] && [ $p = fp32 ]; then  # the same-node peer copies (CUDA IPC), not host-staged
+      if [ $p = fp32 ]; then  # the same-node peer copies (CUDA IPC), not host-staged
         SIMKIT_HALO=ipc run "angio-strong-$form-$p-ipc" 2 "${angio[@]}" --grid 400,400,1400 --precision $p --out "$w/s3"
         same "angio-strong-$form-$p ipc series" "$w/s1/series.csv" "$w/s3/series.csv"
       fi
@@ -169,6 +170,8 @@ part_largest() {
     --steps 20 --grid 2000,2000,1000 --precision fp64 --out "$w/big"
   rm -rf "$w/big"
 }
+
+part_angio-expanded() { angio_forms=expanded part_angio; }
 
 for part in ${parts//,/ }; do
   echo "== $part"

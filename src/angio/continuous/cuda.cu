@@ -861,7 +861,7 @@ class CudaSolver final : public Solver<T> {
         link_(slab.link) {
     // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
     if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
-    if (link_) tuning_.pair = false;  // two steps per pass would need two ghost planes
+    if (link_) tuning_.pair = false;  // (the classic pair kernel: single-GPU benchmarks only)
     global_ = g_;
     global_.nz = slab_.nz_global;
     const int tile_x = std::clamp(tuning_.tile_x, 32, kThreads), tile_y = kThreads / tile_x;
@@ -893,13 +893,19 @@ class CudaSolver final : public Solver<T> {
         std::max<long long>(blocks_, static_cast<long long>(pair_grid.x) * pair_grid.y * pair_grid.z)));
     carry_.resize(kThreads);
     total_.resize(1);
-    if (link_ && !link_->device_pointers()) {
-      const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny;
-      for (auto* b : {&send_lo_, &send_hi_, &recv_lo_, &recv_hi_}) b->resize(3 * plane);
-    }
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     if (tuning_.tma > 0 && !tuning_.naive) tma_ = make_tma_maps();
-    if (link_ && !link_->device_pointers()) open_peers();
+    if (link_) {
+      // Slabs take two steps per pass only if every rank does (each pass ends in one exchange), and
+      // then exchange two planes a side (the pair reads two beyond the planes it writes).
+      pair_tma_ = link_->all(pair_tma_);
+      xp_ = pair_tma_ ? 2 : 1;
+    }
+    if (link_ && !link_->device_pointers()) {
+      const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny;
+      for (auto* b : {&send_lo_, &send_hi_, &recv_lo_, &recv_hi_}) b->resize(3 * xp_ * plane);
+      open_peers();
+    }
   }
 
   ~CudaSolver() override {
@@ -930,11 +936,12 @@ class CudaSolver final : public Solver<T> {
       s += pair ? 2 : 1;
       const bool last = reduce && s == steps;
       const int in = cur_, out = 1 - cur_;
-      const int own = slab_.own_end - slab_.own_begin;
+      // Boundary planes first where the slab has an interior beyond them.
+      const bool split = slab_.own_end - slab_.own_begin > 2 * xp_;
       if (ipc_) {
-        ipc_step(in, out, last, own > 2);
-      } else if (link_ && !last && own > 2) {
-        overlapped_step(in, out);
+        ipc_step(in, out, last, split, pair);
+      } else if (link_ && !last && split) {
+        overlapped_step(in, out, pair);
       } else {
         set_range(slab_.own_begin, slab_.own_end);
         step(in, out, last, pair);
@@ -1003,73 +1010,81 @@ class CudaSolver final : public Solver<T> {
     stage_in(buf, nullptr);
   }
 
+  // The exchanged planes of a face, local indices: the xp_ own planes sent through the face below
+  // (dir -1) or above (+1), and the xp_ ghost planes received there. Only the ghosts next to the
+  // own planes are exchanged (xp_ of the slab's `ghosts`): single steps read one.
+  int sent_from(int dir) const { return dir < 0 ? slab_.own_begin : slab_.own_end - xp_; }
+  int ghost_from(int dir) const { return dir < 0 ? slab_.own_begin - xp_ : slab_.own_end; }
+
   // A CUDA-aware MPI takes device memory itself: state `buf`'s boundary planes straight into the
   // neighbours' ghosts, field by field (the planes' kernels must have finished).
   void exchange_device(int buf) {
     const bool below = has(-1), above = has(1);
-    const std::size_t bytes = static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T);
+    const std::size_t bytes = static_cast<std::size_t>(xp_) * g_.nx * g_.ny * sizeof(T);
     for (DeviceBuffer<T>* a : {&n_[buf], &f_[buf], &c_[buf]}) {
-      link_->exchange(
-          below ? plane_of(*a, slab_.own_begin) : nullptr, above ? plane_of(*a, slab_.own_end - 1) : nullptr,
-          below ? plane_of(*a, slab_.own_begin - 1) : nullptr, above ? plane_of(*a, slab_.own_end) : nullptr, bytes);
+      link_->exchange(below ? plane_of(*a, sent_from(-1)) : nullptr, above ? plane_of(*a, sent_from(1)) : nullptr,
+                      below ? plane_of(*a, ghost_from(-1)) : nullptr, above ? plane_of(*a, ghost_from(1)) : nullptr,
+                      bytes);
     }
   }
 
-  // One step as boundary planes first (then boundary_done_ is recorded), then the interior: the
-  // same update_node at every node as one launch, only the order differs (no reductions).
-  void split_step(int in, int out) {
+  // One step (or pass of two) as boundary planes first (then boundary_done_ is recorded), then the
+  // interior: the same update_node at every node as one launch, only the order differs (no
+  // reductions).
+  void split_step(int in, int out, bool pair) {
     const bool below = has(-1), above = has(1);
     if (below) {
-      set_range(slab_.own_begin, slab_.own_begin + 1);
-      step(in, out, false, false);
+      set_range(slab_.own_begin, slab_.own_begin + xp_);
+      step(in, out, false, pair);
     }
     if (above) {
-      set_range(slab_.own_end - 1, slab_.own_end);
-      step(in, out, false, false);
+      set_range(slab_.own_end - xp_, slab_.own_end);
+      step(in, out, false, pair);
     }
     boundary_done_.record(nullptr);
-    set_range(slab_.own_begin + (below ? 1 : 0), slab_.own_end - (above ? 1 : 0));
-    step(in, out, false, false);
+    set_range(slab_.own_begin + (below ? xp_ : 0), slab_.own_end - (above ? xp_ : 0));
+    step(in, out, false, pair);
   }
 
   // Boundary planes of state `buf` into the pinned send buffers, on `stream`.
   void stage_out(int buf, cudaStream_t stream) {
-    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    const std::size_t block = static_cast<std::size_t>(xp_) * g_.nx * g_.ny, bytes = block * sizeof(T);
     DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
     for (int a = 0; a < 3; ++a) {
-      if (slab_.ghost_below())
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_lo_.data() + a * plane, plane_of(*fields[a], slab_.own_begin), bytes,
+      if (has(-1))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_lo_.data() + a * block, plane_of(*fields[a], sent_from(-1)), bytes,
                                           cudaMemcpyDeviceToHost, stream));
-      if (slab_.ghost_above(g_.nz))
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_hi_.data() + a * plane, plane_of(*fields[a], slab_.own_end - 1), bytes,
+      if (has(1))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(send_hi_.data() + a * block, plane_of(*fields[a], sent_from(1)), bytes,
                                           cudaMemcpyDeviceToHost, stream));
     }
   }
   void stage_in(int buf, cudaStream_t stream) {
-    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    const std::size_t block = static_cast<std::size_t>(xp_) * g_.nx * g_.ny, bytes = block * sizeof(T);
     DeviceBuffer<T>* fields[3] = {&n_[buf], &f_[buf], &c_[buf]};
     for (int a = 0; a < 3; ++a) {
-      if (slab_.ghost_below())
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], slab_.own_begin - 1), recv_lo_.data() + a * plane, bytes,
+      if (has(-1))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], ghost_from(-1)), recv_lo_.data() + a * block, bytes,
                                           cudaMemcpyHostToDevice, stream));
-      if (slab_.ghost_above(g_.nz))
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], slab_.own_end), recv_hi_.data() + a * plane, bytes,
+      if (has(1))
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(plane_of(*fields[a], ghost_from(1)), recv_hi_.data() + a * block, bytes,
                                           cudaMemcpyHostToDevice, stream));
     }
   }
   void host_exchange() {
-    const bool below = slab_.ghost_below(), above = slab_.ghost_above(g_.nz);
+    const bool below = has(-1), above = has(1);
     link_->exchange(below ? send_lo_.data() : nullptr, above ? send_hi_.data() : nullptr,
                     below ? recv_lo_.data() : nullptr, above ? recv_hi_.data() : nullptr,
-                    3 * static_cast<std::size_t>(g_.nx) * g_.ny * sizeof(T));
+                    3 * static_cast<std::size_t>(xp_) * g_.nx * g_.ny * sizeof(T));
   }
 
-  // A step whose halo exchange overlaps the interior update: the boundary planes first, then the
-  // interior on the compute stream while the copy stream takes the boundary planes out, MPI swaps
-  // them, and the ghosts go in; the next step waits for the ghosts. Fields as in step(): the same
-  // update_node at every node, only the launch order differs (no reductions on these steps).
-  void overlapped_step(int in, int out) {
-    split_step(in, out);
+  // A step (or pass) whose halo exchange overlaps the interior update: the boundary planes first,
+  // then the interior on the compute stream while the copy stream takes the boundary planes out,
+  // MPI swaps them, and the ghosts go in; the next pass waits for the ghosts. Fields as in step():
+  // the same update_node at every node, only the launch order differs (no reductions on these
+  // steps).
+  void overlapped_step(int in, int out, bool pair) {
+    split_step(in, out, pair);
     if (link_->device_pointers()) {
       boundary_done_.synchronize();
       exchange_device(out);
@@ -1162,10 +1177,10 @@ class CudaSolver final : public Solver<T> {
     cudaGetLastError();
   }
 
-  // One step with the faces copied to the neighbours' GPUs (see above). `split`: boundary planes
-  // first, then the interior, so that the copies overlap the interior (not on series steps, whose
-  // reduction must be the single-rank launch's).
-  void ipc_step(int in, int out, bool reduce, bool split) {
+  // One step (or pass of two) with the faces copied to the neighbours' GPUs (see above). `split`:
+  // boundary planes first, then the interior, so that the copies overlap the interior (not on
+  // series steps, whose reduction must be the single-rank launch's).
+  void ipc_step(int in, int out, bool reduce, bool split, bool pair) {
     const std::int64_t s = steps_;
     const int par = static_cast<int>(s % 2), prev = 1 - par;
     // The neighbours' copies into this state's ghosts (their previous step) come first.
@@ -1177,10 +1192,10 @@ class CudaSolver final : public Solver<T> {
       }
     }
     if (split && !reduce) {
-      split_step(in, out);
+      split_step(in, out, pair);
     } else {
       set_range(slab_.own_begin, slab_.own_end);
-      step(in, out, reduce, false);
+      step(in, out, reduce, pair);
       boundary_done_.record(nullptr);
     }
     SIMKIT_CUDA_CHECK(cudaEventRecord(my_events_[par], nullptr));  // this step's kernels are done
@@ -1189,7 +1204,7 @@ class CudaSolver final : public Solver<T> {
     // My boundary planes into the neighbours' ghosts of the same state, once they have finished
     // the step that last read those ghosts.
     SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, boundary_done_.get(), 0));
-    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = plane * sizeof(T);
+    const std::size_t plane = static_cast<std::size_t>(g_.nx) * g_.ny, bytes = xp_ * plane * sizeof(T);
     DeviceBuffer<T>* fields[3] = {&n_[out], &f_[out], &c_[out]};
     for (int dir : {-1, 1}) {
       if (!has(dir)) continue;
@@ -1197,8 +1212,9 @@ class CudaSolver final : public Solver<T> {
         link_->await(dir, kDoneTag);
         SIMKIT_CUDA_CHECK(cudaStreamWaitEvent(copy_, peer_events_[side(dir)][prev], 0));
       }
-      const int from = dir < 0 ? slab_.own_begin : slab_.own_end - 1;
-      const int to = dir < 0 ? peer_held_[0] - 1 : 0;  // the neighbour's ghost plane facing me
+      const int from = sent_from(dir);
+      // The neighbour's ghost planes facing me (the ones next to its own planes).
+      const int to = dir < 0 ? peer_held_[0] - slab_.ghosts : slab_.ghosts - xp_;
       for (int a = 0; a < 3; ++a) {
         SIMKIT_CUDA_CHECK(cudaMemcpyAsync(peer_[side(dir)][out][a] + static_cast<std::size_t>(to) * plane,
                                           plane_of(*fields[a], from), bytes, cudaMemcpyDefault, copy_));
@@ -1383,7 +1399,7 @@ class CudaSolver final : public Solver<T> {
     if (!encode_maps(box, maps_)) return false;
     // The two-steps-per-pass kernel's boxes (a two-node ring): expanded form, 3D, whole grids of
     // three planes or more (the flux form measured slower: docs/performance.md).
-    if (tuning_.tma_pair && !sc_.flux && !link_ && g_.nz >= 3) {
+    if (tuning_.tma_pair && !sc_.flux && (!link_ || slab_.ghosts >= 2) && g_.nz >= 3) {
       const auto pair_box = with_pair_tile([&]<int kW, int kTY>() {
         using Box = TmaPairBox<T, kW, kTY>;
         return std::array<std::uint32_t, 3>{Box::kX0, Box::kY0, 1};
@@ -1495,6 +1511,7 @@ class CudaSolver final : public Solver<T> {
   T* peer_[2][2][3] = {};
   cudaEvent_t peer_events_[2][4] = {};
   int peer_held_[2] = {0, 0};
+  int xp_ = 1;  // planes exchanged through a face after each pass (2 where slabs take two steps a pass)
   cudaEvent_t my_events_[4] = {};
   std::int64_t steps_ = 0, drained_ = -1;
   std::string device_name_;

@@ -26,7 +26,8 @@ struct Tuning {
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning);
-// The same for one slab of a distributed run (kernels.hpp's SlabSetup; the pair kernel is not used).
+// The same for one slab of a distributed run (kernels.hpp's SlabSetup: with two ghost planes a side the
+// slabs take two steps per pass where every rank can).
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning,
                                 const SlabSetup& slab);

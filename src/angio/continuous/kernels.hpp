@@ -112,16 +112,20 @@ Reductions reduce_row(const Grid& g, const Fields<T>& u, int j, int l) {
 inline double row_weight(const Grid& g, int j, int l) { return trapezoid_weight(j, g.ny) * trapezoid_weight(l, g.nz); }
 
 // ---- z-slabs of a distributed run (docs/scale-out.md) ----
-// A solver of a slab holds planes [z0, z0 + held) of the global grid: its own planes and one ghost
-// plane on each side that has a neighbour (the problem's grid given to the backend is this local
-// grid, nz = held). It updates only its own planes [own_begin, own_end) (local indices) and reduces
-// them with the global trapezoid weights; after each step the link refreshes the ghost planes. At a
-// face of the global grid the slab has no ghost there, and the local mirror is the global one, so
-// every node sees exactly the inputs it sees in a single-rank run: the fields are bitwise equal.
+// A solver of a slab holds planes [z0, z0 + held) of the global grid: its own planes and `ghosts`
+// ghost planes on each side that has a neighbour (the problem's grid given to the backend is this
+// local grid, nz = held). It updates only its own planes [own_begin, own_end) (local indices) and
+// reduces them with the global trapezoid weights; after each step (or pass of two steps) the link
+// refreshes the ghost planes. One ghost plane serves a single step; the cuda backend holds two, so
+// that a slab can take two steps per pass (its pair kernel reads two planes beyond the ones it
+// writes). At a face of the global grid the slab has no ghost there, and the local mirror is the
+// global one, so every node sees exactly the inputs it sees in a single-rank run: the fields are
+// bitwise equal.
 struct Slab {
   int z0 = 0;         // global index of local plane 0
   int nz_global = 1;  // planes of the whole grid
   int own_begin = 0, own_end = 1;
+  int ghosts = 1;  // ghost planes on a side with a neighbour (every slab of a run holds as many)
   bool ghost_below() const { return own_begin > 0; }
   bool ghost_above(int held) const { return own_end < held; }
 };
@@ -206,20 +210,24 @@ void exchange_ghosts(const Grid& g, const SlabSetup& s, Fields<T>& u, HostHalo<T
   const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
   const bool below = s.slab.ghost_below(), above = s.slab.ghost_above(g.nz);
   auto& [lo_send, hi_send, lo_recv, hi_recv] = halo;
-  lo_send.resize(below ? 3 * plane : 0);
-  hi_send.resize(above ? 3 * plane : 0);
+  // The `ghosts` planes next to each face: my own ones out, the neighbour's into my ghosts.
+  const std::size_t depth = static_cast<std::size_t>(s.slab.ghosts), block = depth * plane;
+  const std::size_t own_begin = static_cast<std::size_t>(s.slab.own_begin),
+                    own_end = static_cast<std::size_t>(s.slab.own_end);
+  lo_send.resize(below ? 3 * block : 0);
+  hi_send.resize(above ? 3 * block : 0);
   lo_recv.resize(lo_send.size());
   hi_recv.resize(hi_send.size());
   std::vector<T>* arrays[3] = {&u.n, &u.f, &u.c};
   for (int a = 0; a < 3; ++a) {
-    if (below) std::copy_n(arrays[a]->data() + s.slab.own_begin * plane, plane, lo_send.data() + a * plane);
-    if (above) std::copy_n(arrays[a]->data() + (s.slab.own_end - 1) * plane, plane, hi_send.data() + a * plane);
+    if (below) std::copy_n(arrays[a]->data() + own_begin * plane, block, lo_send.data() + a * block);
+    if (above) std::copy_n(arrays[a]->data() + (own_end - depth) * plane, block, hi_send.data() + a * block);
   }
   s.link->exchange(below ? lo_send.data() : nullptr, above ? hi_send.data() : nullptr,
-                   below ? lo_recv.data() : nullptr, above ? hi_recv.data() : nullptr, 3 * plane * sizeof(T));
+                   below ? lo_recv.data() : nullptr, above ? hi_recv.data() : nullptr, 3 * block * sizeof(T));
   for (int a = 0; a < 3; ++a) {
-    if (below) std::copy_n(lo_recv.data() + a * plane, plane, arrays[a]->data() + (s.slab.own_begin - 1) * plane);
-    if (above) std::copy_n(hi_recv.data() + a * plane, plane, arrays[a]->data() + s.slab.own_end * plane);
+    if (below) std::copy_n(lo_recv.data() + a * block, block, arrays[a]->data() + (own_begin - depth) * plane);
+    if (above) std::copy_n(hi_recv.data() + a * block, block, arrays[a]->data() + own_end * plane);
   }
 }
 

@@ -103,10 +103,11 @@ class MpiSlabLink final : public detail::SlabLink {
   bool peers_on_node_ = false;
 };
 
-// This rank's planes: its own [own_begin, own_end) and those it holds (a ghost plane on each side
-// with a neighbour), global indices. One rank: the whole grid.
+// This rank's planes: its own [own_begin, own_end) and those it holds (`ghosts` ghost planes on
+// each side with a neighbour), global indices. One rank: the whole grid.
 struct SlabPlan {
   int own_begin = 0, own_end = 0, held_begin = 0, held_end = 0;
+  int ghosts = 1;
   int held() const { return held_end - held_begin; }
   int own() const { return own_end - own_begin; }
 };
@@ -134,8 +135,19 @@ SlabPlan plan_slabs(const Grid& g, const dist::Comm& comm, Backend backend) {
   const dist::Range r = dist::share(static_cast<std::uint64_t>(g.nz), ranks, comm.rank(), static_cast<std::uint64_t>(align));
   plan.own_begin = static_cast<int>(r.begin);
   plan.own_end = static_cast<int>(r.end);
-  plan.held_begin = plan.own_begin - (comm.rank() > 0 ? 1 : 0);
-  plan.held_end = plan.own_end + (comm.rank() + 1 < ranks ? 1 : 0);
+  // The cuda backend holds two ghost planes a side (two steps per pass on a slab) where every slab
+  // owns at least two planes (only the last one can own fewer than a chunk); one otherwise, and
+  // always on the host backends. Every rank computes the same from the same shares.
+  if (backend == Backend::Cuda) {
+    std::uint64_t thinnest = g.nz;
+    for (int k = 0; k < ranks; ++k) {
+      const dist::Range rk = dist::share(static_cast<std::uint64_t>(g.nz), ranks, k, static_cast<std::uint64_t>(align));
+      thinnest = std::min(thinnest, rk.end - rk.begin);
+    }
+    if (thinnest >= 2) plan.ghosts = 2;
+  }
+  plan.held_begin = plan.own_begin - (comm.rank() > 0 ? plan.ghosts : 0);
+  plan.held_end = plan.own_end + (comm.rank() + 1 < ranks ? plan.ghosts : 0);
   return plan;
 }
 
@@ -199,7 +211,8 @@ RunReport run_typed(RunSettings& settings, Backend backend, const RunOptions& op
   Grid lg = g;  // the planes this rank holds
   lg.nz = plan.held();
   detail::SlabSetup setup;
-  setup.slab = detail::Slab{plan.held_begin, g.nz, plan.own_begin - plan.held_begin, plan.own_end - plan.held_begin};
+  setup.slab = detail::Slab{plan.held_begin, g.nz, plan.own_begin - plan.held_begin, plan.own_end - plan.held_begin,
+                            plan.ghosts};
   setup.link = link.get();
   const std::size_t plane = static_cast<std::size_t>(g.nx) * g.ny;
   report.ranks = comm.size();
