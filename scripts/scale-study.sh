@@ -12,6 +12,7 @@
 #           single-rank one;
 #   angio-expanded  the same for the expanded form only (strong fp32 with IPC, fp64, weak);
 #   hybrid-quick  the D_c = 0 ensemble, then D_c > 0 at R = 4000 only;
+#   hybrid-large  the D_c = 0 ensemble of 10^5 realisations;
 #   prolif  prolif 10^8 initial cells (cells split) and 1024 replicates on 1 and 2 GPUs;
 #   fit     a calibration (ProCell's model 3 on the bundle's bone-marrow data) on 1 and 2 GPUs;
 #   largest 2000x2000x1000 fp64 (96 GB of fields) on two GPUs.
@@ -36,8 +37,8 @@ done
 parts="$parts$largest"
 for part in ${parts//,/ }; do  # every part known before any runs
   case "$part" in
-    hybrid|hybrid-quick|angio|angio-expanded|prolif|fit|largest) ;;
-    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, angio, angio-expanded, prolif, fit, largest)" >&2; exit 2 ;;
+    hybrid|hybrid-quick|hybrid-large|angio|angio-expanded|prolif|fit|largest) ;;
+    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, hybrid-large, angio, angio-expanded, prolif, fit, largest)" >&2; exit 2 ;;
   esac
 done
 steps="${1:-400}"
@@ -92,15 +93,16 @@ hybrid_dc() {  # R: with TAF diffusion each realisation sweeps its own c field o
   same "hybrid-ensemble-Dc-R$1 ensemble.csv" "$w/d1/ensemble.csv" "$w/d2/ensemble.csv"
   rm -rf "$w/d1" "$w/d2"
 }
-hybrid_d0() {  # D_c = 0, R = 20 000 (each run also writes 20 000 metrics files, not in the compute time)
-  local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates 20000 --t-max 2 --seed 3 --no-quicklook)
-  run "hybrid-ensemble-R20000" 1 "${h[@]}" --out "$w/h1"
-  MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h2"
-  run "hybrid-ensemble-R20000" 2 "${h[@]}" --out "$w/h3"
-  same "hybrid-ensemble-R20000 ensemble.csv" "$w/h1/ensemble.csv" "$w/h2/ensemble.csv"
-  same "hybrid-ensemble-R20000 ensemble.csv, unbound" "$w/h1/ensemble.csv" "$w/h3/ensemble.csv"
-  same "hybrid-ensemble-R20000 metrics/realisation_19999.csv" "$w/h1/metrics/realisation_19999.csv" \
-    "$w/h2/metrics/realisation_19999.csv"
+hybrid_d0() {  # D_c = 0, R (default 20 000; each run also writes R metrics files, not in the compute time)
+  local r="${1:-20000}"
+  local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates "$r" --t-max 2 --seed 3 --no-quicklook)
+  run "hybrid-ensemble-R$r" 1 "${h[@]}" --out "$w/h1"
+  MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R$r" 2 "${h[@]}" --out "$w/h2"
+  run "hybrid-ensemble-R$r" 2 "${h[@]}" --out "$w/h3"
+  same "hybrid-ensemble-R$r ensemble.csv" "$w/h1/ensemble.csv" "$w/h2/ensemble.csv"
+  same "hybrid-ensemble-R$r ensemble.csv, unbound" "$w/h1/ensemble.csv" "$w/h3/ensemble.csv"
+  same "hybrid-ensemble-R$r metrics/realisation_$((r - 1)).csv" "$w/h1/metrics/realisation_$((r - 1)).csv" \
+    "$w/h2/metrics/realisation_$((r - 1)).csv"
   rm -rf "$w/h1" "$w/h2" "$w/h3"
 }
 part_hybrid() {
@@ -113,6 +115,9 @@ part_hybrid() {
     OMP_NUM_THREADS=$t run "hybrid-ensemble-R20000-threads" 1 "${h[@]}" --threads $t --out "$w/t$t"
     rm -rf "$w/t$t"
   done
+}
+part_hybrid-large() {  # the D_c = 0 ensemble of 10^5 realisations (several batches on one GPU)
+  hybrid_d0 100000
 }
 part_hybrid-quick() {  # the D_c = 0 ensemble, then D_c > 0 at R = 4000
   hybrid_d0

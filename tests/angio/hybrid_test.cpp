@@ -14,6 +14,7 @@
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/angio/hybrid_io.hpp"
 #include "angio/hybrid/detail.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "angio/hybrid/model.hpp"
 #include "core/rng.hpp"
 #include "hybrid_choices.hpp"
@@ -281,6 +282,39 @@ TEST_P(AngioHybridBackend, RandomRulesEqualReference) {
     for (int r = 0; r < replicates; ++r) {
       test_choices::expect_same(got[static_cast<std::size_t>(r)], run_hybrid_reference(p, seed + static_cast<std::uint64_t>(r)),
                                 "trial " + std::to_string(trial) + " r " + std::to_string(r));
+    }
+  }
+}
+
+// keep_logs: the realisations from keep_logs on come without their logs and are otherwise the full
+// run's, bit for bit (counts, metrics, the points' absence included); those before keep theirs.
+TEST_P(AngioHybridBackend, KeepLogsDropsOnlyTheLaterRealisationsLogs) {
+  HybridProblem p;
+  p.grid = Grid{41, 33, 11, 1.0 / 40};
+  p.dt = 0.01;
+  p.hybrid.t_max = 1.5;
+  RunOptions o;
+  o.backend = GetParam();
+  o.seed = 77;
+  o.threads = 3;
+  const std::vector<Realisation> full = run_hybrid_ensemble(p, 7, o).realisations;
+  for (int keep : {0, 1, 3}) {
+    const std::vector<Realisation> lean = run_hybrid_ensemble(p, 7, o, keep).realisations;
+    ASSERT_EQ(lean.size(), full.size());
+    for (std::size_t r = 0; r < full.size(); ++r) {
+      const std::string what = "keep " + std::to_string(keep) + " r " + std::to_string(r);
+      if (static_cast<int>(r) < keep) {
+        test_choices::expect_same(lean[r], full[r], what);
+        continue;
+      }
+      EXPECT_FALSE(full[r].segments.empty()) << what;
+      EXPECT_TRUE(lean[r].segments.empty() && lean[r].occupied.empty() && lean[r].branch_points.empty() &&
+                  lean[r].anastomosis_points.empty() && lean[r].anastomosis_kinds.empty() &&
+                  lean[r].active_tip_nodes.empty())
+          << what;
+      Realisation stripped = full[r];
+      detail::drop_logs(stripped);
+      test_choices::expect_same(lean[r], stripped, what);
     }
   }
 }

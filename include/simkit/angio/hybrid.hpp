@@ -139,15 +139,20 @@ struct HybridEnsemble {
 // seed, whatever the thread count. cuda runs them concurrently on GPU options.device (one warp per
 // realisation) and gives the same realisations bit for bit (with D_c > 0 each realisation has its
 // own c field on the GPU). options.progress(done, total) is called from one thread at a time.
-HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options);
+// keep_logs >= 0: only realisations 0 .. keep_logs - 1 keep their logs (segments, occupied,
+// branch_points, anastomosis_points and _kinds, active_tip_nodes); the others are left with their
+// counts and metrics, and the host memory of their logs is reused as the ensemble is built (for large
+// ensembles whose outputs draw one network, as the CLI's). -1: every realisation keeps its logs.
+HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                   int keep_logs = -1);
 
 // The same over the ranks of an MPI job (simkit::dist, docs/scale-out.md): rank k runs realisations
 // dist::share(replicates, K, k) with their seeds options.seed + r on its own device, and rank 0 gathers
 // them in realisation order, equal to run_hybrid_ensemble's bit for bit; the other ranks return no
-// realisations. Without `logs`, realisations other than 0 arrive without their logs (segments,
+// realisations. Without `logs`, realisations other than 0 come without their logs (segments,
 // occupied, branch_points, anastomosis_points and _kinds, active_tip_nodes), which the outputs
 // (write_hybrid_outputs) draw for realisation 0 only; their counts and metrics are complete. On one
-// rank it is run_hybrid_ensemble.
+// rank it is run_hybrid_ensemble (keep_logs 1 without `logs`).
 HybridEnsemble run_hybrid_ensemble_ranks(const HybridProblem& problem, int replicates, const RunOptions& options,
                                          bool logs = false);
 

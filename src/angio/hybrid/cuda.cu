@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "angio/hybrid/cuda.hpp"
@@ -657,9 +658,11 @@ struct Batch {
     log_kind.resize(s);
     state.resize(n);
     which.resize(n);
-    // The logs and tip tables are copied out in whole rows (one strided copy per array), the
-    // unwritten ends included: zeroed once here, so that no uninitialised device memory is ever read
-    // (compute-sanitizer initcheck), at the cost of one memset per array and allocation.
+    // Zeroed once here, so that no uninitialised device memory is ever read (compute-sanitizer
+    // initcheck). The downloads read only each realisation's written entries now (pack_kernel), but
+    // a build without this zeroing (and with the packed entries' padding unwritten) drew 723 799
+    // initcheck reports on the bitwise test, not told apart: the zeroing stays, at one memset per
+    // array and allocation (about 13 GB, a few ms, for 20 000 realisations).
     for (auto* b : {&tip_node, &tip_previous, &tip_age, &log_from, &log_to}) b->fill_zero();
     for (auto* b : {&tip_generation, &tip_parent, &tip_birth, &tip_position, &active, &log_birth, &log_generation,
                     &log_tip}) {
@@ -712,13 +715,41 @@ struct Batch {
   }
 };
 
+// One block per realisation k of a chunk (batch row first + k): its log entries [0, log size) and
+// tip rows [0, tips) into the packed arrays at its offsets (offsets[2k], offsets[2k + 1]; the next
+// pair ends them; an overflowed realisation has none).
+__global__ void __launch_bounds__(256)
+    pack_kernel(Work w, long long seg_cap, int tip_cap, int first, const long long* __restrict__ offsets,
+                LogEntry* __restrict__ log, long long* __restrict__ tip_node, unsigned char* __restrict__ tip_active) {
+  const int k = blockIdx.x;
+  const long long row = first + k;
+  const long long at = offsets[2 * k], size = offsets[2 * k + 2] - at;
+  for (long long e = threadIdx.x; e < size; e += blockDim.x) {
+    const long long from = row * seg_cap + e;
+    LogEntry entry;
+    entry.from = w.log_from[from];
+    entry.to = w.log_to[from];
+    entry.birth = w.log_birth[from];
+    entry.generation = w.log_generation[from];
+    entry.tip = w.log_tip[from];
+    entry.kind = w.log_kind[from];
+    entry.pad[0] = entry.pad[1] = entry.pad[2] = 0;
+    log[at + e] = entry;
+  }
+  const long long tip_at = offsets[2 * k + 1], tips = offsets[2 * k + 3] - tip_at;
+  for (long long t = threadIdx.x; t < tips; t += blockDim.x) {
+    tip_node[tip_at + t] = w.tip_node[row * tip_cap + t];
+    tip_active[tip_at + t] = w.tip_active[row * tip_cap + t];
+  }
+}
+
 }  // namespace
 
 void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop) {
+                      const StopCallback& stop, int host_threads) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -794,6 +825,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.tip_capacity = static_cast<int>(tips);
   p.hash_bits = hash_bits;
   p.which = batch.which.data();
+  // The packed logs of a chunk (pack_kernel), reused from chunk to chunk.
+  cuda::DeviceBuffer<LogEntry> packed_log;
+  cuda::DeviceBuffer<long long> packed_tip_node, packed_offsets;
+  cuda::DeviceBuffer<unsigned char> packed_tip_active;
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
     const int count =
@@ -845,85 +880,85 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     const Clock::time_point download_start = Clock::now();
     batch.state.download(state.data(), n);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    // The logs and tip tables of the whole batch in one strided copy per array (rows as long as
-    // the longest log), rather than many small copies; per realisation when that padding would
-    // take more than 1 GiB of host memory or the row pitch exceeds what cudaMemcpy2D takes.
-    std::size_t longest = 0, most_tips = 0;
-    for (const State& st : state) {
-      if (st.overflow) continue;
-      longest = std::max(longest, static_cast<std::size_t>(st.log_size));
-      most_tips = std::max(most_tips, static_cast<std::size_t>(st.tips));
-    }
-    const auto seg_cap = static_cast<std::size_t>(segments), tip_cap = static_cast<std::size_t>(tips);
-    const std::size_t pitch_limit = static_cast<std::size_t>(std::numeric_limits<int>::max());
-    const bool strided = !row_copies && n * (longest + most_tips) * sizeof(long long) <= (std::size_t{1} << 30) &&
-                         seg_cap * sizeof(long long) <= pitch_limit && tip_cap * sizeof(long long) <= pitch_limit;
-    auto fetch_rows = [&](auto& host, const auto* device_data, std::size_t capacity_, std::size_t width) {
-      if (!strided) return;
-      host.resize(n * width);
-      if (width > 0) {
-        const std::size_t bytes = sizeof(host[0]);
-        SIMKIT_CUDA_CHECK(cudaMemcpy2D(host.data(), width * bytes, device_data, capacity_ * bytes, width * bytes, n,
-                                       cudaMemcpyDeviceToHost));
-      }
-    };
-    // Row k (its first `size` entries) of an array, from the strided copy or straight from the device.
-    auto row = [&](auto& out, const auto& host, const auto* device_data, std::size_t capacity_, std::size_t width,
-                   std::size_t k, std::size_t size) {
-      if (strided) {
-        const auto begin = host.begin() + static_cast<std::ptrdiff_t>(k * width);
-        out.assign(begin, begin + static_cast<std::ptrdiff_t>(size));
-      } else {
-        out.resize(size);
-        if (size > 0) {
-          SIMKIT_CUDA_CHECK(
-              cudaMemcpy(out.data(), device_data + k * capacity_, size * sizeof(out[0]), cudaMemcpyDeviceToHost));
-        }
-      }
-    };
-    std::vector<long long> from, to, tip_nodes;
-    std::vector<int> birth, generation, tip;
-    std::vector<unsigned char> kind, alive;
-    fetch_rows(from, batch.log_from.data(), seg_cap, longest);
-    fetch_rows(to, batch.log_to.data(), seg_cap, longest);
-    fetch_rows(birth, batch.log_birth.data(), seg_cap, longest);
-    fetch_rows(generation, batch.log_generation.data(), seg_cap, longest);
-    fetch_rows(tip, batch.log_tip.data(), seg_cap, longest);
-    fetch_rows(kind, batch.log_kind.data(), seg_cap, longest);
-    fetch_rows(tip_nodes, batch.tip_node.data(), tip_cap, most_tips);
-    fetch_rows(alive, batch.tip_active.data(), tip_cap, most_tips);
     local.download += since(download_start);
-    for (std::size_t k = 0; k < n; ++k) {
-      const State& st = state[k];
-      RawRealisation raw;
-      raw.index = which[first + k];
-      raw.overflow = st.overflow != 0;
-      raw.steps = st.step;
-      raw.moves = st.moves;
-      raw.clipped = st.clipped;
-      if (!raw.overflow) {
-        const auto size = static_cast<std::size_t>(st.log_size);
-        row(raw.from, from, batch.log_from.data(), seg_cap, longest, k, size);
-        row(raw.to, to, batch.log_to.data(), seg_cap, longest, k, size);
-        row(raw.birth, birth, batch.log_birth.data(), seg_cap, longest, k, size);
-        row(raw.generation, generation, batch.log_generation.data(), seg_cap, longest, k, size);
-        row(raw.tip, tip, batch.log_tip.data(), seg_cap, longest, k, size);
-        row(raw.kind, kind, batch.log_kind.data(), seg_cap, longest, k, size);
-        std::vector<long long> nodes_k;
-        std::vector<unsigned char> alive_k;
-        const auto tips_k = static_cast<std::size_t>(st.tips);
-        row(nodes_k, tip_nodes, batch.tip_node.data(), tip_cap, most_tips, k, tips_k);
-        row(alive_k, alive, batch.tip_active.data(), tip_cap, most_tips, k, tips_k);
-        for (std::size_t t = 0; t < tips_k; ++t)
-          if (alive_k[t]) raw.active_nodes.push_back(nodes_k[t]);
-        if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
-          raw.final_c.resize(nodes);
-          SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
-                                       batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
-                                       nodes * sizeof(double), cudaMemcpyDeviceToHost));
-        }
+    // The logs and tip tables in chunks of realisations: packed on the GPU (each realisation's own
+    // entries, one after another), one copy per array into fresh host memory that the chunk's
+    // realisations share, handed over chunk by chunk (the rebuild starts on the first while the
+    // next comes down).
+    const auto seg_cap = static_cast<long long>(segments);
+    const int tip_cap = static_cast<int>(tips);
+    // 16 MiB of log entries a chunk: small enough that the rebuild of the last chunk (which nothing
+    // overlaps) is short, and below glibc's largest mmap threshold (32 MiB), so that a chunk the
+    // rebuild has freed is reused instead of faulting in fresh pages.
+    const std::size_t chunk_entries = row_copies ? 1 : std::size_t{1} << 19;
+    std::size_t first_k = 0;
+    while (first_k < n) {
+      const Clock::time_point chunk_start = Clock::now();
+      // Realisations [first_k, last_k): at least one, then as many as fit the chunk's entries.
+      std::size_t last_k = first_k, entries = 0, tip_rows = 0;
+      std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
+      while (last_k < n) {
+        const State& st = state[last_k];
+        const auto size = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.log_size);
+        const auto tips_k = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.tips);
+        if (last_k > first_k && entries + size > chunk_entries) break;
+        entries += size;
+        tip_rows += tips_k;
+        offsets.push_back(static_cast<long long>(entries));
+        offsets.push_back(static_cast<long long>(tip_rows));
+        ++last_k;
       }
-      done(std::move(raw));
+      const std::size_t m = last_k - first_k;
+      if (packed_log.size() < std::max<std::size_t>(entries, 1)) packed_log.resize(std::max<std::size_t>(entries, 1));
+      if (packed_tip_node.size() < std::max<std::size_t>(tip_rows, 1)) {
+        packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
+        packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
+      }
+      if (packed_offsets.size() < offsets.size()) packed_offsets.resize(2 * n + 2);
+      SIMKIT_CUDA_CHECK(cudaMemcpy(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
+                                   cudaMemcpyHostToDevice));
+      pack_kernel<<<static_cast<unsigned>(m), 256>>>(batch.work(), seg_cap, tip_cap, static_cast<int>(first_k),
+                                                     packed_offsets.data(), packed_log.data(), packed_tip_node.data(),
+                                                     packed_tip_active.data());
+      SIMKIT_CUDA_CHECK_LAUNCH();
+      std::shared_ptr<StagedLogs> staged = make_staged(entries, tip_rows, host_threads);
+      if (entries > 0)
+        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->log.get(), packed_log.data(), entries * sizeof(LogEntry),
+                                     cudaMemcpyDeviceToHost));
+      if (tip_rows > 0) {
+        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->tip_node.get(), packed_tip_node.data(), tip_rows * sizeof(long long),
+                                     cudaMemcpyDeviceToHost));
+        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->tip_active.get(), packed_tip_active.data(), tip_rows,
+                                     cudaMemcpyDeviceToHost));
+      }
+      local.download += since(chunk_start);
+      const Clock::time_point rows_start = Clock::now();
+      for (std::size_t k = first_k; k < last_k; ++k) {
+        const State& st = state[k];
+        const std::size_t at = 2 * (k - first_k);
+        RawRealisation raw;
+        raw.index = which[first + k];
+        raw.overflow = st.overflow != 0;
+        raw.steps = st.step;
+        raw.moves = st.moves;
+        raw.clipped = st.clipped;
+        if (!raw.overflow) {
+          raw.staged = staged;
+          raw.log_begin = static_cast<std::size_t>(offsets[at]);
+          raw.log_size = static_cast<std::size_t>(offsets[at + 2] - offsets[at]);
+          raw.tip_begin = static_cast<std::size_t>(offsets[at + 1]);
+          raw.tips = static_cast<std::size_t>(offsets[at + 3] - offsets[at + 1]);
+          if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
+            raw.final_c.resize(nodes);
+            SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
+                                         batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
+                                         nodes * sizeof(double), cudaMemcpyDeviceToHost));
+          }
+        }
+        done(std::move(raw));
+      }
+      local.rows += since(rows_start);
+      first_k = last_k;
     }
   }
   if (timing) {
@@ -931,6 +966,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     timing->kernel += local.kernel;
     timing->download += local.download;
     timing->allocate += local.allocate;
+    timing->rows += local.rows;
   }
 }
 

@@ -3,7 +3,9 @@
 // model's own types: nvcc 12's front end cannot instantiate those with GCC 12's C++20 library).
 // cuda_host.cpp builds the realisations from what it returns.
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "simkit/core/backend.hpp"
@@ -38,17 +40,37 @@ struct KernelProblem {
   unsigned long long seed = 0;
 };
 
-// One realisation as the kernel leaves it: its segment log (in the order the segments were made),
-// counters, and the nodes of its active tips in id order. `overflow`: it outgrew the capacities
-// and must be run again with more.
+// The segment logs and tip tables of a chunk of realisations, packed on the GPU (realisation after
+// realisation, each its own entries only: no padding to the longest) and downloaded in one copy per
+// array; the chunk's realisations share it until the last of them is rebuilt. The host arrays are
+// left uninitialised until the download (make_staged touches their pages from several threads).
+struct LogEntry {
+  long long from, to;
+  int birth, generation, tip;
+  unsigned char kind;  // SegmentKind
+  unsigned char pad[3];  // written (zero) too: the download reads whole entries (compute-sanitizer initcheck)
+};
+static_assert(sizeof(LogEntry) == 32, "LogEntry: no padding but pad");
+struct StagedLogs {
+  std::unique_ptr<LogEntry[]> log;
+  std::unique_ptr<long long[]> tip_node;
+  std::unique_ptr<unsigned char[]> tip_active;
+};
+// Host memory for `entries` log entries and `tips` tip rows (cuda_host.cpp): every page is touched
+// by `threads` threads at once before the download, since a single thread faulting in fresh pages
+// (zero-filled vectors, then a row copy per realisation) was most of a short ensemble's time.
+std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, int threads);
+
+// One realisation as the kernel leaves it: its segment log (in the order the segments were made,
+// entries [log_begin, log_begin + log_size) of `staged`), counters, and its tip table (entries
+// [tip_begin, tip_begin + tips): the active tips' nodes in id order). `overflow`: it outgrew the
+// capacities and must be run again with more.
 struct RawRealisation {
   int index = 0;  // realisation number r (seed + r)
   bool overflow = false;
   long long steps = 0, moves = 0, clipped = 0;
-  std::vector<long long> from, to;
-  std::vector<int> birth, generation, tip;
-  std::vector<unsigned char> kind;  // SegmentKind
-  std::vector<long long> active_nodes;
+  std::shared_ptr<const StagedLogs> staged;
+  std::size_t log_begin = 0, log_size = 0, tip_begin = 0, tips = 0;
   std::vector<double> final_c;  // D_c > 0, realisation 0 only: c at the end
 };
 
@@ -58,17 +80,21 @@ struct RawRealisation {
 // overlaps the next batches' kernels).
 struct Timing {
   double setup = 0, allocate = 0, upload = 0, kernel = 0, download = 0, rebuild = 0;
+  double rows = 0;     // the downloaded chunks handed over one realisation at a time
+  double batches = 0;  // run_realisations in all (the batches' buffers freed included)
+  double finish = 0;   // waiting for the rebuild after the last batch
 };
 
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
 // capacities of `segments` segments and `tips` tips; `done(raw)` receives each one, in no
-// particular order, on the calling thread. `row_copies` forces one download per realisation
-// (otherwise used only when padding the batch's logs to one length would take too much memory). D_c > 0
-// (kp.model.taf_diffusion) gives every realisation its own c field on the GPU.
+// particular order, on the calling thread. A batch's logs come down in chunks of realisations
+// (packed, about 16 MiB of log entries each; `row_copies`: one realisation a chunk), each handed
+// over as soon as it is down. D_c > 0 (kp.model.taf_diffusion) gives every realisation its own c
+// field on the GPU. `threads`: the host threads that touch the chunks' fresh pages.
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr,
-                      bool row_copies = false, const StopCallback& stop = {});
+                      bool row_copies = false, const StopCallback& stop = {}, int threads = 1);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

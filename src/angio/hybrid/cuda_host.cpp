@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -106,12 +108,34 @@ class Rebuilder {
 
 }  // namespace
 
+std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, int threads) {
+  auto staged = std::make_shared<StagedLogs>();
+  // new T[] of these trivial types leaves them uninitialised: the pages are first touched below.
+  staged->log.reset(new LogEntry[std::max<std::size_t>(entries, 1)]);
+  staged->tip_node.reset(new long long[std::max<std::size_t>(tips, 1)]);
+  staged->tip_active.reset(new unsigned char[std::max<std::size_t>(tips, 1)]);
+  constexpr std::size_t kPage = 4096;
+  const auto touch = [&](void* data, std::size_t bytes) {
+    auto* p = static_cast<unsigned char*>(data);
+    const auto pages = static_cast<std::int64_t>((bytes + kPage - 1) / kPage);
+    parallel_for(0, pages, Schedule{std::max(threads, 1), 64},
+                 [&](std::int64_t q) { p[static_cast<std::size_t>(q) * kPage] = 0; });
+  };
+  touch(staged->log.get(), entries * sizeof(LogEntry));
+  touch(staged->tip_node.get(), tips * sizeof(long long));
+  return staged;
+}
+
 std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& initial_capacity, Timing* timing,
-                             const StopCallback& stop, int threads) {
+                             const StopCallback& stop, int threads, int keep_logs) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const Clock::time_point setup_start = Clock::now();
+  // SIMKIT_HYBRID_TIMING=1: the phases on stderr at the end (a diagnostic, for measurements).
+  Timing diagnostic;
+  const bool report = timing == nullptr && std::getenv("SIMKIT_HYBRID_TIMING") != nullptr;
+  if (report) timing = &diagnostic;
   const Grid& g = problem.grid;
   if (problem.hybrid.branching.size() > static_cast<std::size_t>(kMaxRules)) {
     throw UserError(fmt::format("branching table: at most {} rows", kMaxRules));
@@ -161,19 +185,23 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
       if (stop && stop()) throw Stopped();  // also while finish() waits for the last batches' rebuild
       RawRealisation& raw = finished[static_cast<std::size_t>(k)];
       std::vector<Segment> log;
-      const std::size_t n = raw.from.size();
-      log.reserve(n);
-      for (std::size_t e = 0; e < n; ++e) {
-        log.emplace_back(raw.from[e], raw.to[e], raw.birth[e], raw.generation[e], raw.tip[e],
-                         static_cast<SegmentKind>(raw.kind[e]));
+      std::vector<std::int64_t> active;
+      if (raw.staged) {
+        const LogEntry* entries = raw.staged->log.get() + raw.log_begin;
+        log.reserve(raw.log_size);
+        for (std::size_t e = 0; e < raw.log_size; ++e) {
+          const LogEntry& x = entries[e];
+          log.emplace_back(x.from, x.to, x.birth, x.generation, x.tip, static_cast<SegmentKind>(x.kind));
+        }
+        for (std::size_t t = raw.tip_begin; t < raw.tip_begin + raw.tips; ++t)
+          if (raw.staged->tip_active[t]) active.push_back(raw.staged->tip_node[t]);
+        raw.staged.reset();  // the chunk's host memory goes with its last realisation
       }
-      raw.from = {};
-      raw.to = {};
-      std::vector<std::int64_t> active(raw.active_nodes.begin(), raw.active_nodes.end());
       Realisation& r = out[static_cast<std::size_t>(raw.index)];
       r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
                                raw.clipped, std::move(log), std::move(active));
       r.final_c = std::move(raw.final_c);
+      if (keep_logs >= 0 && raw.index >= keep_logs) drop_logs(r);
 #pragma omp critical(simkit_angio_hybrid_cuda_progress)
       {
         ++done;
@@ -183,6 +211,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   });
   while (!pending.empty()) {
     std::vector<int> overflowed;
+    const Clock::time_point batches_start = Clock::now();
     run_realisations(
         kp, initial.c, initial.f, sprout_node, sprout_previous, pending, segments, tips, device,
         [&](RawRealisation&& raw) {
@@ -192,7 +221,8 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             rebuilder.push(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies, stop);
+        timing, initial_capacity.row_copies, stop, threads);
+    if (timing) timing->batches += since(batches_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
     if (segments > std::numeric_limits<std::int64_t>::max() / 8 || tips > std::numeric_limits<int>::max() / 8) {
@@ -201,9 +231,22 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
     segments *= 4;
     tips *= 4;
   }
+  const Clock::time_point finish_start = Clock::now();
   rebuilder.finish();
   // The rebuilding thread's busy time: most of it overlapped the batches' kernels.
-  if (timing) timing->rebuild += rebuilder.busy();
+  if (timing) {
+    timing->finish += since(finish_start);
+    timing->rebuild += rebuilder.busy();
+  }
+  if (report) {
+    const Timing& t = diagnostic;
+    std::fprintf(stderr,
+                 "simkit: hybrid cuda phases (s): setup %.4f, upload %.4f, allocate %.4f, kernel %.4f, download %.4f, "
+                 "rows %.4f, batches %.4f (freeing included), rebuild busy %.4f, waited for the rebuild %.4f, "
+                 "total %.4f (%d realisations)\n",
+                 t.setup, t.upload, t.allocate, t.kernel, t.download, t.rows, t.batches, t.rebuild, t.finish,
+                 since(setup_start), replicates);
+  }
   return out;
 }
 
@@ -211,9 +254,9 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
 
 namespace simkit::angio::detail::hybrid::cuda {
 
-std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options, int keep_logs) {
   return hybrid_cuda::run(problem, options.seed, replicates, options.device, options.progress, hybrid_cuda::Capacity{},
-                          nullptr, options.stop, effective_threads(options.threads));
+                          nullptr, options.stop, effective_threads(options.threads), keep_logs);
 }
 
 }  // namespace simkit::angio::detail::hybrid::cuda

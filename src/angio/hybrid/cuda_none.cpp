@@ -5,7 +5,7 @@
 namespace simkit::angio::detail::hybrid_cuda {
 
 std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, const ProgressCallback&, const Capacity&,
-                             Timing*, const StopCallback&, int) {
+                             Timing*, const StopCallback&, int, int) {
   throw_not_built(Backend::Cuda);
 }
 
@@ -13,6 +13,6 @@ std::vector<Realisation> run(const HybridProblem&, std::uint64_t, int, int, cons
 
 namespace simkit::angio::detail::hybrid::cuda {
 
-std::vector<Realisation> run(const HybridProblem&, int, const RunOptions&) { throw_not_built(Backend::Cuda); }
+std::vector<Realisation> run(const HybridProblem&, int, const RunOptions&, int) { throw_not_built(Backend::Cuda); }
 
 }  // namespace simkit::angio::detail::hybrid::cuda

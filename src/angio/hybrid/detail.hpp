@@ -32,11 +32,17 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
                                  std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes);
 
+// A realisation without its logs (segments, occupied, branch and anastomosis points, active tips),
+// their memory freed: its counts and metrics stay.
+void drop_logs(Realisation& r);
+
 // The backends, identical in namespaces hybrid::reference, hybrid::cpu and hybrid::cuda
 // (SIMKIT_DISPATCH): `replicates` realisations, realisation r seeded options.seed + r. options:
 // threads (cpu), device (cuda), progress (realisations done out of replicates).
-#define SIMKIT_HYBRID_BACKEND \
-  std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options)
+// keep_logs: as run_hybrid_ensemble's (drop_logs on realisations keep_logs and up; -1: none).
+#define SIMKIT_HYBRID_BACKEND                                                                              \
+  std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options, \
+                               int keep_logs)
 namespace hybrid {
 namespace reference {
 SIMKIT_HYBRID_BACKEND;
@@ -56,12 +62,12 @@ namespace hybrid_cuda {
 struct Capacity {
   std::int64_t segments = 1 << 14;
   std::int64_t tips = 1 << 12;
-  bool row_copies = false;  // tests: download each realisation's log on its own (the large-log path)
+  bool row_copies = false;  // tests: download each realisation's log on its own (chunks of one)
 };
 struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
                              const ProgressCallback& progress, const Capacity& capacity, Timing* timing = nullptr,
-                             const StopCallback& stop = {}, int threads = 0);
+                             const StopCallback& stop = {}, int threads = 0, int keep_logs = -1);
 }  // namespace hybrid_cuda
 
 }  // namespace simkit::angio::detail

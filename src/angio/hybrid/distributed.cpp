@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "angio/hybrid/detail.hpp"
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
@@ -138,7 +139,7 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
                             HybridShare* share) {
   const dist::Comm& comm = dist::Comm::world();
   if (!comm.distributed()) {
-    HybridEnsemble all = run_hybrid_ensemble(problem, replicates, options);
+    HybridEnsemble all = run_hybrid_ensemble(problem, replicates, options, logs ? -1 : 1);
     if (share) *share = HybridShare{0, all.realisations.size(), {}};
     return all;
   }
@@ -150,7 +151,8 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   if (mine.size() > 0) {
     RunOptions o = options;
     o.seed = options.seed + mine.begin;  // realisation r has seed + r, on whichever rank runs it
-    local = run_hybrid_ensemble(problem, static_cast<int>(mine.size()), o);
+    // Without `logs` only realisation 0 keeps its logs, on the rank that runs it.
+    local = run_hybrid_ensemble(problem, static_cast<int>(mine.size()), o, logs ? -1 : (mine.begin == 0 ? 1 : 0));
   } else {
     local.backend = resolve_backend(options.backend, options.device);
     local.device = device_description(local.backend, options.device, effective_threads(options.threads));
@@ -161,14 +163,7 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     Realisation& r = local.realisations[k];
     if (mine.begin + k == 0) continue;
     r.final_c = {};  // kept for realisation 0 of the whole ensemble only
-    if (!logs) {
-      r.segments = {};
-      r.occupied = {};
-      r.branch_points = {};
-      r.anastomosis_points = {};
-      r.anastomosis_kinds = {};
-      r.active_tip_nodes = {};
-    }
+    if (!logs) detail::drop_logs(r);  // (the backend has, but for the first of rank 0's)
   }
   Writer w;
   if (!comm.root()) {

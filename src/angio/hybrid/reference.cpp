@@ -345,6 +345,15 @@ std::int64_t hybrid_last_step(const HybridProblem& p) {
 
 double hybrid_reach_front(const HybridProblem& p) { return p.hybrid.reach_x * ((p.grid.nx - 1) * p.grid.h); }
 
+void drop_logs(Realisation& r) {
+  r.segments = {};
+  r.occupied = {};
+  r.branch_points = {};
+  r.anastomosis_points = {};
+  r.anastomosis_kinds = {};
+  r.active_tip_nodes = {};
+}
+
 Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std::int64_t steps, std::int64_t moves,
                                  std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes) {
@@ -564,7 +573,7 @@ namespace {
 // The host backends: realisations shared among `workers` threads (1: the serial oracle), each
 // realisation serial, so the results are the same whatever the count.
 std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, const RunOptions& options,
-                                  int workers) {
+                                  int workers, int keep_logs) {
   // Host memory: the shared initial fields (3 arrays) and, per worker, the occupation table (and
   // with D_c > 0 two c fields), 8 bytes a node each.
   const double nodes = static_cast<double>(problem.grid.nodes());
@@ -581,6 +590,7 @@ std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, 
   parallel_for(0, replicates, Schedule{workers, 1}, [&](std::int64_t r) {
     if (stop_requested(options)) return;  // asked to stop: the rest is skipped, then Stopped below
     out[static_cast<std::size_t>(r)] = run_one(problem, initial, seed + static_cast<std::uint64_t>(r), r == 0);
+    if (keep_logs >= 0 && r >= keep_logs) drop_logs(out[static_cast<std::size_t>(r)]);
 #pragma omp critical(simkit_angio_hybrid_progress)
     {
       ++done;
@@ -594,24 +604,25 @@ std::vector<Realisation> host_run(const HybridProblem& problem, int replicates, 
 }  // namespace
 
 namespace reference {
-std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
-  return host_run(problem, replicates, options, 1);
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options, int keep_logs) {
+  return host_run(problem, replicates, options, 1, keep_logs);
 }
 }  // namespace reference
 namespace cpu {
-std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options) {
-  return host_run(problem, replicates, options, effective_threads(options.threads));
+std::vector<Realisation> run(const HybridProblem& problem, int replicates, const RunOptions& options, int keep_logs) {
+  return host_run(problem, replicates, options, effective_threads(options.threads), keep_logs);
 }
 }  // namespace cpu
 
 std::vector<Realisation> run_backend(Backend backend, const HybridProblem& problem, int replicates,
-                                     const RunOptions& options) {
-  return SIMKIT_DISPATCH(backend, run(problem, replicates, options));
+                                     const RunOptions& options, int keep_logs) {
+  return SIMKIT_DISPATCH(backend, run(problem, replicates, options, keep_logs));
 }
 
 }  // namespace detail::hybrid
 
-HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options) {
+HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates, const RunOptions& options,
+                                   int keep_logs) {
   validate(problem);
   if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
   // Every realisation keeps a metrics row per step and at least its sprouts' first segments: a
@@ -629,7 +640,7 @@ HybridEnsemble run_hybrid_ensemble(const HybridProblem& problem, int replicates,
   result.backend = resolve_backend(options.backend, options.device);
   const int workers = result.backend == Backend::Cpu ? effective_threads(options.threads) : 1;
   result.device = device_description(result.backend, options.device, workers);
-  result.realisations = detail::hybrid::run_backend(result.backend, problem, replicates, options);
+  result.realisations = detail::hybrid::run_backend(result.backend, problem, replicates, options, keep_logs);
   return result;
 }
 
