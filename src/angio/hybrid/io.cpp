@@ -15,11 +15,13 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "simkit/core/backend.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 #include "core/collective.hpp"
 #include "core/image.hpp"
 #include "core/output.hpp"
+#include "core/parallel.hpp"
 #include "core/vtk.hpp"
 
 namespace simkit::angio {
@@ -294,14 +296,17 @@ fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
   return dir / "metrics" / fmt::format("realisation_{:05d}.csv", r);
 }
 
-// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k].
+// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k],
+// on every hardware thread: each file is its own (formatting and a create, write and rename each;
+// one thread took 3-4 s for 20 000 files, ten times the ensemble's GPU run). The first failure is
+// raised after the loop; the staging directory they go to is removed with it.
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
                          std::uint64_t count) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
-  for (std::uint64_t k = 0; k < count; ++k) {
-    write_metrics_csv(metrics_file(dir, first + k),
+  parallel_for(0, static_cast<std::int64_t>(count), Schedule{effective_threads(0), 16}, [&](std::int64_t k) {
+    write_metrics_csv(metrics_file(dir, first + static_cast<std::uint64_t>(k)),
                       realisations[static_cast<std::size_t>(k)].metrics);
-  }
+  });
 }
 
 // Every file but the metrics into the staging directory; returns result.json's content.
