@@ -52,6 +52,7 @@ struct HybridRunInfo {
   Backend backend = Backend::Cpu;  // the backend that ran (resolved)
   double seconds = 0;            // compute time of the ensemble
   bool quicklook = true;         // write network.png
+  int threads = 0;               // threads writing the metrics files (0: all; --threads, OMP_NUM_THREADS)
 };
 
 // The run layer of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): writes into

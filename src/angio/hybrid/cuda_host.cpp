@@ -118,6 +118,8 @@ std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, i
   const auto touch = [&](void* data, std::size_t bytes) {
     auto* p = static_cast<unsigned char*>(data);
     const auto pages = static_cast<std::int64_t>((bytes + kPage - 1) / kPage);
+    // A team only for chunks worth one (a small chunk's pages are touched by the copy itself).
+    if (pages < 256) return;
     parallel_for(0, pages, Schedule{std::max(threads, 1), 64},
                  [&](std::int64_t q) { p[static_cast<std::size_t>(q) * kPage] = 0; });
   };

@@ -297,13 +297,13 @@ fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
 }
 
 // metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k],
-// on every hardware thread: each file is its own (formatting and a create, write and rename each;
+// on `threads` threads (0: all; effective_threads): each file is its own (formatting and a create, write and rename each;
 // one thread took 3-4 s for 20 000 files, ten times the ensemble's GPU run). The first failure is
 // raised after the loop; the staging directory they go to is removed with it.
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
-                         std::uint64_t count) {
+                         std::uint64_t count, int threads) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
-  parallel_for(0, static_cast<std::int64_t>(count), Schedule{effective_threads(0), 16}, [&](std::int64_t k) {
+  parallel_for(0, static_cast<std::int64_t>(count), Schedule{effective_threads(threads), 16}, [&](std::int64_t k) {
     write_metrics_csv(metrics_file(dir, first + static_cast<std::uint64_t>(k)),
                       realisations[static_cast<std::size_t>(k)].metrics);
   });
@@ -332,7 +332,7 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   // Staged (core StagedOutput): `out` changes only when every file is written.
   StagedOutput staged(out_dir);
   ensure_output_directory(staged.dir() / "metrics");
-  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size());
+  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size(), info.threads);
   json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
   commit_hybrid(staged);
   return result;
@@ -359,7 +359,7 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
   // Each rank its own metrics files (rank 0's realisations are the first of the ensemble, the
   // others' in their share); rank 0 the other files meanwhile. Every rank has written when this returns.
   json result = dist::collectively(comm, [&] {
-    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count);
+    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads);
     return comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
   });
   if (!comm.root()) return nullptr;
