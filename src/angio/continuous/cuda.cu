@@ -1511,7 +1511,9 @@ class CudaSolver final : public Solver<T> {
   T* peer_[2][2][3] = {};
   cudaEvent_t peer_events_[2][4] = {};
   int peer_held_[2] = {0, 0};
-  int xp_ = 1;  // planes exchanged through a face after each pass (2 where slabs take two steps a pass)
+  // Planes exchanged through a face after each pass: 2 where slabs take two steps a pass, else 1
+  // (then a slab's outer ghost plane keeps its initial values: single steps never read it).
+  int xp_ = 1;
   cudaEvent_t my_events_[4] = {};
   std::int64_t steps_ = 0, drained_ = -1;
   std::string device_name_;
