@@ -88,9 +88,10 @@ struct Timing {
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
 // capacities of `segments` segments and `tips` tips; `done(raw)` receives each one, in no
 // particular order, on the calling thread. A batch's logs come down in chunks of realisations
-// (packed, about 16 MiB of log entries each; `row_copies`: one realisation a chunk), each handed
-// over as soon as it is down. D_c > 0 (kp.model.taf_diffusion) gives every realisation its own c
-// field on the GPU. `threads`: the host threads that touch the chunks' fresh pages.
+// (packed, about 16 MiB of log entries each; `row_copies`: one entry, so one realisation with a
+// log a chunk, and the empty ones beside it), each handed over as soon as it is down. D_c > 0
+// (kp.model.taf_diffusion) gives every realisation its own c field on the GPU. `threads`: the host
+// threads that touch the chunks' fresh pages.
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "angio/hybrid/detail.hpp"
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
@@ -157,13 +156,12 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     local.backend = resolve_backend(options.backend, options.device);
     local.device = device_description(local.backend, options.device, effective_threads(options.threads));
   }
-  // The logs rank 0's outputs do not draw, dropped; rank 0 keeps its own realisations as they are
-  // (realisation 0 is its first) and receives the others' in rank order.
+  // Rank 0 keeps its own realisations as they are (realisation 0 is its first) and receives the
+  // others' in rank order (the logs its outputs do not draw were dropped as they were built).
   for (std::size_t k = 0; k < local.realisations.size(); ++k) {
     Realisation& r = local.realisations[k];
     if (mine.begin + k == 0) continue;
     r.final_c = {};  // kept for realisation 0 of the whole ensemble only
-    if (!logs) detail::drop_logs(r);  // (the backend has, but for the first of rank 0's)
   }
   Writer w;
   if (!comm.root()) {

@@ -296,10 +296,11 @@ fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
   return dir / "metrics" / fmt::format("realisation_{:05d}.csv", r);
 }
 
-// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from realisations[k],
-// on `threads` threads (0: all; effective_threads): each file is its own (formatting and a create, write and rename each;
-// one thread took 3-4 s for 20 000 files, ten times the ensemble's GPU run). The first failure is
-// raised after the loop; the staging directory they go to is removed with it.
+// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from
+// realisations[k], on `threads` threads (0: all; effective_threads): each file is its own
+// (formatting, then a create, write and rename; one thread took 3-4 s for 20 000 files, ten times
+// the ensemble's GPU run). The first failure is raised after the loop; the staging directory they
+// go to is removed with it.
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
                          std::uint64_t count, int threads) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
