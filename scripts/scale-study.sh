@@ -4,7 +4,8 @@
 # in the order given (a device lease is short: put first what matters most):
 #   hybrid  the hybrid ensemble on 1 and 2 GPUs: D_c > 0 (GPU-bound) at R = 4000 and 16 000, D_c = 0
 #           at R = 20 000, the 2-rank runs with each rank bound to half the host's cores (D_c = 0
-#           unbound too); and the 1-GPU D_c = 0 run on a quarter and half of the cores (host-bound?);
+#           unbound too, and on one GPU bound to half the cores: a rank's share); and the 1-GPU
+#           D_c = 0 run on a quarter and half of the cores (host-bound?);
 #   angio   strong scaling 400x400x1400 on 1 and 2 GPUs in fp32 and fp64, the flux form and the
 #           expanded one (the default: two steps per pass, on one GPU and on slabs), fp32 with the
 #           same-node CUDA IPC exchange too; weak scaling of the default form
@@ -61,7 +62,8 @@ run() {
   local tag="$1" ranks="$2"; shift 2
   local line limit="${STUDY_RUN_LIMIT:-150}" rc
   if [ "$ranks" = 1 ]; then
-    line=$(timeout -k 10 "$limit" "$s" "$@" --json -q 2>> "$out/errors.txt")
+    # STUDY_CPUS: the one rank's cores (taskset -c), e.g. half the host, a rank's share in the 2-rank runs
+    line=$(timeout -k 10 "$limit" ${STUDY_CPUS:+taskset -c "$STUDY_CPUS"} "$s" "$@" --json -q 2>> "$out/errors.txt")
   else
     local pass=(-x SIMKIT_HALO)
     [ -n "${OMP_NUM_THREADS:-}" ] && pass+=(-x OMP_NUM_THREADS)
@@ -97,6 +99,9 @@ hybrid_d0() {  # D_c = 0, R (default 20 000; each run also writes R metrics file
   local r="${1:-20000}"
   local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates "$r" --t-max 2 --seed 3 --no-quicklook)
   run "hybrid-ensemble-R$r" 1 "${h[@]}" --out "$w/h1"
+  # one GPU with a rank's share of the host (half the cores, as in the bound 2-rank run below)
+  STUDY_CPUS="0-$((half - 1))" run "hybrid-ensemble-R$r-half-host" 1 "${h[@]}" --out "$w/h4"
+  rm -rf "$w/h4"
   MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R$r" 2 "${h[@]}" --out "$w/h2"
   run "hybrid-ensemble-R$r" 2 "${h[@]}" --out "$w/h3"
   same "hybrid-ensemble-R$r ensemble.csv" "$w/h1/ensemble.csv" "$w/h2/ensemble.csv"

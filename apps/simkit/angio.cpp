@@ -159,7 +159,8 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   const double seconds = compute.seconds();
   progress.finish();
   const nlohmann::json result = write_hybrid_outputs_ranks(
-      out, p, ensemble, share, HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook, options.threads});
+      out, p, ensemble, share,
+      HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook, options.threads, options.stop});
   if (!world.root()) return 0;
 
   RunSummary summary;

@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include <csignal>
-#include <cstdio>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iterator>
 #include <string>
@@ -18,7 +19,26 @@
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace {
+// glibc's malloc gives the free top of a heap back to the system (heap shrinking, madvise) once
+// 128 KB lie free there. Work that allocates and frees per item on every core, as the rebuild of a
+// hybrid ensemble's realisations does, then faults the same pages in again and again, with a TLB
+// shootdown across the process's threads each time: the D_c = 0 ensemble's host side ran 3x
+// slower (docs/performance.md, 2026-11-28). The CLI keeps freed memory for reuse instead: it
+// trims only above 1 GiB free and grows heaps 256 MiB at a time. A user's own malloc settings
+// (MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, GLIBC_TUNABLES) are left as they are.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_TOP_PAD_") || std::getenv("GLIBC_TUNABLES")) return;
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 256 << 20);
+#endif
+}
+
 // Under mpirun a failure on one rank must end the job, not leave the others in a collective: the
 // message is printed once (rank 0 first; another rank only when rank 0 has not ended the job within
 // 5 s, that is when the failure is its own), then every rank ends with the same exit code.
@@ -42,6 +62,7 @@ int fail(int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace simkit;
+  keep_freed_memory();
   dist::init(argc, argv);  // MPI, when started by mpirun/srun (docs/scale-out.md)
   cli::install_stop_handlers();  // first: a signal during start-up stops the run at its first check
   CLI::App app{"simkit: GPU-accelerated scientific simulation engines (prolif, angio, ddm)", "simkit"};

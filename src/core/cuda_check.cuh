@@ -154,6 +154,14 @@ inline FreeMemory current_device_memory() {
 class Stream {
  public:
   Stream() { SIMKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  // A stream whose pending blocks the device schedules before other streams' (the greatest
+  // priority the current device has): short kernels that must not queue behind long ones.
+  struct HighPriority {};
+  explicit Stream(HighPriority) {
+    int least = 0, greatest = 0;
+    SIMKIT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    SIMKIT_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+  }
   ~Stream() {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);

@@ -31,10 +31,14 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     const HybridProblem p = test_choices::random_problem(gen, trial, 1.0, 400);
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial) * 77;
     const int replicates = 24;
-    // Odd trials download every realisation's log on its own, even ones in one strided copy; the
-    // host rebuild runs on the caller's thread count (trial % 3 == 0), one thread or two (--threads).
+    // Odd trials download every realisation's log on its own (the pageable path), even ones in
+    // packed chunks (the page-locked slots); half the trials run the batch in parts of 5
+    // realisations (five launches on two streams, each part downloaded while the next ones run),
+    // the others in one part; the host rebuild runs on the caller's thread count (trial % 3 == 0),
+    // one thread or two (--threads).
+    const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, trial % 4 < 2 ? 5 : 0};
     const std::vector<Realisation> gpu =
-        detail::hybrid_cuda::run(p, seed, replicates, 0, {}, {8, 4, trial % 2 == 1}, nullptr, {}, trial % 3);
+        detail::hybrid_cuda::run(p, seed, replicates, 0, {}, capacity, nullptr, {}, trial % 3);
     ASSERT_EQ(gpu.size(), static_cast<std::size_t>(replicates));
     std::int64_t segments = 0;
     for (int r = 0; r < replicates; ++r) {

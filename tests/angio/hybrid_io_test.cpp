@@ -549,6 +549,42 @@ TEST(AngioHybridIo, FilesOfAReferenceRealisationAgreeWithIt) {
   EXPECT_EQ(png->height, 21 * (800 / 21));
 }
 
+// A stop asked while the outputs are written (its many metrics files) ends the write with Stopped
+// and leaves the directory as the earlier run left it: no file of the stopped run, no staging
+// directory. The stop comes true at the 5th question (while the metrics files are written) and at
+// the last one (after every file is staged, before they move into place).
+TEST(AngioHybridIo, AStopWhileWritingLeavesTheOutputAsItWas) {
+  HybridProblem p;
+  p.grid = Grid{21, 21, 1, 1.0 / 20};
+  p.dt = 0.002;
+  p.hybrid.t_max = 0.1;
+  test::TempDir dir;
+  const fs::path out = dir / "out";
+  const std::vector<Realisation> earlier{run_hybrid_reference(p, 3), run_hybrid_reference(p, 4)};
+  write_hybrid_outputs(out, p, earlier, HybridRunInfo{3, Backend::Reference, 0.1, false, 1, {}});
+  const auto before = test::snapshot(dir.path());
+  ASSERT_TRUE(before.count("out/metrics/realisation_00001.csv")) << "the earlier run's files";
+  std::vector<Realisation> larger;
+  for (int r = 0; r < 40; ++r) larger.push_back(run_hybrid_reference(p, 10 + static_cast<std::uint64_t>(r)));
+  int questions = 0;
+  const HybridRunInfo fifth{10, Backend::Reference, 0.1, false, 1, [&] { return ++questions == 5; }};
+  EXPECT_THROW(write_hybrid_outputs(out, p, larger, fifth), Stopped);
+  EXPECT_EQ(questions, 5) << "the files not started are skipped";
+  EXPECT_EQ(test::snapshot(dir.path()), before) << "stopped among the metrics files";
+  // The last question: a run that would have gone through asks 41 times (40 files, then once more).
+  const HybridRunInfo last{10, Backend::Reference, 0.1, false, 1, [&] { return ++questions == 41; }};
+  questions = 0;
+  EXPECT_THROW(write_hybrid_outputs(out, p, larger, last), Stopped);
+  EXPECT_EQ(questions, 41);
+  EXPECT_EQ(test::snapshot(dir.path()), before) << "stopped before the files moved";
+  // Never stopped: the larger ensemble's files replace the earlier ones.
+  questions = 0;
+  const HybridRunInfo never{10, Backend::Reference, 0.1, false, 1, [&] { return ++questions < 0; }};
+  write_hybrid_outputs(out, p, larger, never);
+  EXPECT_EQ(questions, 41);
+  EXPECT_TRUE(fs::exists(out / "metrics" / "realisation_00039.csv"));
+}
+
 TEST(AngioHybridIo, WritingIntoAMissingDirectoryIsAUserError) {
   test::TempDir dir;
   const std::string message = test::user_error([&] { write_metrics_csv(dir / "no" / "such" / "m.csv", {}); });

@@ -53,6 +53,10 @@ struct HybridRunInfo {
   double seconds = 0;            // compute time of the ensemble
   bool quicklook = true;         // write network.png
   int threads = 0;               // threads writing the metrics files (0: all; --threads, OMP_NUM_THREADS)
+  // Asked between files while the outputs are written (a million realisations' metrics files take
+  // minutes): true ends the write with simkit::Stopped, the staging directory goes and `out` stays
+  // as it was.
+  StopCallback stop;
 };
 
 // The run layer of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): writes into

@@ -1562,6 +1562,11 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   const long long chunks = (static_cast<long long>(problem.grid.nx) + tile_x - 1) / tile_x *
                            ((problem.grid.ny + tile_y - 1) / tile_y) * ((planes + kSlabAlignment - 1) / kSlabAlignment);
   if (problem.grid.nz == 1 || chunks < 4LL * sms) tuning.tma = 0;
+  // Slabs take the TMA kernels if any rank's slab passes the rule (a collective): the expanded
+  // form's slabs pair only if every rank can, and a thin slab (the last one, which may hold a few
+  // planes) would otherwise take every slab of the run back to single steps. The TMA kernels run
+  // on any slab, at most a little slower on a thin one than the classic kernels.
+  if (slab.link != nullptr && problem.grid.nz > 1) tuning.tma = slab.link->all(tuning.tma == 0) ? 0 : (flux ? 2 : 1);
   // A diagnostic override (tests, benchmarks): SIMKIT_ANGIO_KERNEL=tma takes the TMA-staged kernel
   // wherever it can run, =classic never; other values are ignored. Every kernel gives the same bits.
   if (const char* kernel = std::getenv("SIMKIT_ANGIO_KERNEL")) {

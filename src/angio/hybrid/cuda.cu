@@ -16,10 +16,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "angio/hybrid/cuda.hpp"
 #include "angio/hybrid/model.hpp"
@@ -241,12 +244,13 @@ __device__ double branch_probability(const Params& p, double c) {
   return p.rules > 0 ? p.rule_p[p.rules - 1] : 0.0;
 }
 
-// Advances warp `warp`'s realisation by up to `budget` steps (its state in w.state[warp]).
+// Advances warp `warp`'s realisation by up to `budget` steps (its state in w.state[warp]): batch
+// rows [first, end), one warp each.
 template <bool kFields>
-__global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int count, long long budget) {
-  const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+__global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int first, int end, long long budget) {
+  const int warp = first + static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int lane = static_cast<int>(threadIdx.x & 31);
-  if (warp >= count) return;
+  if (warp >= end) return;
   State st = w.state[warp];
   if (st.finished) {
     if (lane == 0 && st.stepped) w.state[warp].stepped = 0;  // no stencil update for it any more
@@ -745,11 +749,99 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
+// The page-locked host memory the chunks come down into: at most kSlots slots of `entries` log
+// entries and `tips` tip rows, allocated as first needed and reused. A copy into page-locked memory
+// runs at the link's speed (a copy into pageable memory goes through the driver's staging buffers
+// at a fraction of it, and fresh pages must be faulted in first: most of a short ensemble's time,
+// docs/performance.md). A chunk's slot comes back when its last realisation has been rebuilt (the
+// rebuild copies the entries out); `take` waits for one when all are out, so the downloads run at
+// most kSlots chunks ahead of the rebuild. Every staged chunk holds the pool, which lives until the
+// last of them is gone.
+class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
+ public:
+  static constexpr int kSlots = 4;
+  PinnedChunks(int device, std::size_t entries, std::size_t tips) : device_(device), entries_(entries), tips_(tips) {}
+  PinnedChunks(const PinnedChunks&) = delete;
+  PinnedChunks& operator=(const PinnedChunks&) = delete;
+  // Freed on the run's device (the owner, hybrid_cuda::run, drops the pool on its own thread once
+  // the rebuild has handed every slot back).
+  ~PinnedChunks() {
+    try {
+      const cuda::DeviceGuard guard(device_);
+      free_.clear();
+    } catch (...) {  // (the slots' own destructors free them all the same)
+    }
+  }
+  std::size_t entries() const { return entries_; }
+  std::size_t tips() const { return tips_; }
+
+  // A slot for the next chunk; `waited` gains the seconds spent waiting for the rebuild to hand one
+  // back, `made` is set to the slots allocated so far.
+  std::shared_ptr<StagedLogs> take(const StopCallback& stop, double& waited, int& made) {
+    std::unique_ptr<Slot> slot;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (free_.empty() && made_ >= kSlots) {
+        const auto start = std::chrono::steady_clock::now();
+        // (The rebuild hands every slot back, also after an error or a stop, when it drops what it
+        // has not rebuilt; the stop is checked here too, so that a stopped run never waits long.)
+        while (free_.empty()) {
+          back_.wait_for(lock, std::chrono::milliseconds(20));
+          if (free_.empty() && stop && stop()) throw Stopped();
+        }
+        waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+      if (!free_.empty()) {
+        slot = std::move(free_.back());
+        free_.pop_back();
+      } else {
+        ++made_;
+      }
+      made = made_;
+    }
+    if (!slot) {
+      slot = std::make_unique<Slot>();
+      slot->log.resize(entries_);
+      slot->tip_node.resize(tips_);
+      slot->tip_active.resize(tips_);
+    }
+    auto staged = std::make_shared<StagedLogs>();
+    staged->log = slot->log.data();
+    staged->tip_node = slot->tip_node.data();
+    staged->tip_active = slot->tip_active.data();
+    staged->memory = std::shared_ptr<void>(slot.release(), [pool = shared_from_this()](void* p) {
+      pool->give_back(std::unique_ptr<Slot>(static_cast<Slot*>(p)));
+    });
+    return staged;
+  }
+
+ private:
+  struct Slot {
+    cuda::PinnedBuffer<LogEntry> log;
+    cuda::PinnedBuffer<long long> tip_node;
+    cuda::PinnedBuffer<unsigned char> tip_active;
+  };
+  void give_back(std::unique_ptr<Slot> slot) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(std::move(slot));
+    }
+    back_.notify_one();
+  }
+  const int device_;
+  const std::size_t entries_, tips_;
+  std::mutex mutex_;
+  std::condition_variable back_;
+  std::vector<std::unique_ptr<Slot>> free_;
+  int made_ = 0;
+};
+
 void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int host_threads) {
+                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>* pinned_pool,
+                      int part) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -807,6 +899,14 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
   batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
+  // The parts' launches (two streams) and the downloads (one), none of them the legacy default
+  // stream, which would order each against the others. The downloads' stream has the greatest
+  // priority: its pack kernels would otherwise wait for SMs behind the parts' queued blocks (the
+  // download phase of 10^5 realisations on an H200: 0.45-0.53 s without, 0.32-0.41 s with it).
+  // Declared after the
+  // batch: destroyed (each synchronised) before its buffers are freed.
+  const cuda::Stream runs[2];
+  const cuda::Stream copy{cuda::Stream::HighPriority{}};
   // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
   cuda::DeviceBuffer<CUtensorMap> c_map;
   // (The tensor's plane coordinates are 32-bit: every realisation's two fields must fit.)
@@ -829,6 +929,24 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   cuda::DeviceBuffer<LogEntry> packed_log;
   cuda::DeviceBuffer<long long> packed_tip_node, packed_offsets;
   cuda::DeviceBuffer<unsigned char> packed_tip_active;
+  // 16 MiB of log entries a chunk: small enough that the rebuild of the last chunk (which nothing
+  // overlaps) is short, and below glibc's largest mmap threshold (32 MiB), so that a chunk the
+  // rebuild has freed is reused instead of faulting in fresh pages.
+  // Chunks of at most 2^16 tip rows too (a slot's), so that only a realisation larger than a slot
+  // on its own takes pageable memory (with row_copies every realisation with a log does: the
+  // tests' path through it).
+  const std::size_t chunk_entries = row_copies ? 1 : std::size_t{1} << 19;
+  const std::size_t chunk_tips = row_copies ? 1 : std::size_t{1} << 16;
+  // (Sized before any part is launched: a buffer freed and allocated again would wait for the parts
+  // still running, cudaFree synchronising the device; only a realisation larger than a chunk grows them.)
+  packed_log.resize(chunk_entries);
+  packed_tip_node.resize(chunk_tips);
+  packed_tip_active.resize(chunk_tips);
+  packed_offsets.resize(2 * static_cast<std::size_t>(batch_size) + 2);
+  // The host side of the chunks' downloads: the caller's pool (kept across calls), or one of its own.
+  std::shared_ptr<PinnedChunks> own_pool;
+  std::shared_ptr<PinnedChunks>& pinned = pinned_pool != nullptr ? *pinned_pool : own_pool;
+  if (!pinned) pinned = std::make_shared<PinnedChunks>(device, chunk_entries, chunk_tips);
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
     const int count =
@@ -848,16 +966,35 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     const int threads = 128;
     const int blocks = (count * 32 + threads - 1) / threads;
     std::vector<State> state(n);
+    // D_c = 0: the batch runs in parts, each a launch of its own on one of two streams (a part's
+    // tail overlaps the next part's start), queued at once; each part's logs come down and are
+    // rebuilt on the host while the GPU runs the parts after it, so that the host's share (most of
+    // it the rebuild) hides behind the kernel instead of following it (docs/performance.md). Parts
+    // of an eighth of the batch, at least 4096 realisations (enough warps to fill the GPU).
+    // D_c > 0 (a launch per step and the stencil between) runs as one part.
+    std::vector<std::pair<std::size_t, std::size_t>> parts;
+    const std::size_t part_size =
+        fields ? n : (part > 0 ? static_cast<std::size_t>(part) : std::max<std::size_t>((n + 7) / 8, 4096));
+    for (std::size_t b = 0; b < n; b += part_size) parts.emplace_back(b, std::min(n, b + part_size));
+    std::vector<cuda::Event> part_done(fields ? 0 : parts.size());
     if (!fields) {
-      advance_kernel<false><<<blocks, threads>>>(p, batch.work(), count, p.last_step);
-      SIMKIT_CUDA_CHECK_LAUNCH();
+      SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // the batch's uploads and clears (default stream)
+      for (std::size_t q = 0; q < parts.size(); ++q) {
+        const auto [b, e] = parts[q];
+        const cudaStream_t run = runs[q % 2];
+        const int part_blocks = static_cast<int>(((e - b) * 32 + threads - 1) / threads);
+        advance_kernel<false>
+            <<<part_blocks, threads, 0, run>>>(p, batch.work(), static_cast<int>(b), static_cast<int>(e), p.last_step);
+        SIMKIT_CUDA_CHECK_LAUNCH();
+        part_done[q].record(run);
+      }
     } else {
       // One step per launch, then the stencil; every 16 steps, stop once every realisation has.
       const int tiles_x = (p.nx + detail::StageTile::kX - 1) / detail::StageTile::kX;
       const dim3 grid(static_cast<unsigned>(tiles_x * ((p.ny + detail::StageTile::kY - 1) / detail::StageTile::kY)), 1,
                       static_cast<unsigned>(count));
       for (long long s = 0; s < p.last_step; ++s) {
-        advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 1);
+        advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 1);
         SIMKIT_CUDA_CHECK_LAUNCH();
         if (c_map.size() > 0) {
           diffuse_tma_kernel<<<grid, detail::StageTile::kThreads, kTmaSmem>>>(p, batch.work(), tiles_x, c_map.data());
@@ -872,93 +1009,103 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
           if (std::all_of(state.begin(), state.end(), [](const State& st) { return st.finished != 0; })) break;
         }
       }
-      advance_kernel<true><<<blocks, threads>>>(p, batch.work(), count, 0);  // marks the last ones finished
+      advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 0);  // marks the last ones finished
       SIMKIT_CUDA_CHECK_LAUNCH();
+      SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+      local.kernel += since(kernel_start);
     }
-    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    local.kernel += since(kernel_start);
-    const Clock::time_point download_start = Clock::now();
-    batch.state.download(state.data(), n);
-    SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    local.download += since(download_start);
-    // The logs and tip tables in chunks of realisations: packed on the GPU (each realisation's own
-    // entries, one after another), one copy per array into fresh host memory that the chunk's
+    // Part by part, the logs and tip tables in chunks of realisations: packed on the GPU (each
+    // realisation's own entries, one after another), one copy per array into a page-locked slot
+    // (PinnedChunks; fresh pageable memory for a chunk larger than a slot) that the chunk's
     // realisations share, handed over chunk by chunk (the rebuild starts on the first while the
-    // next comes down).
+    // next comes down, and the GPU runs the next parts meanwhile).
     const auto seg_cap = static_cast<long long>(segments);
     const int tip_cap = static_cast<int>(tips);
-    // 16 MiB of log entries a chunk: small enough that the rebuild of the last chunk (which nothing
-    // overlaps) is short, and below glibc's largest mmap threshold (32 MiB), so that a chunk the
-    // rebuild has freed is reused instead of faulting in fresh pages.
-    const std::size_t chunk_entries = row_copies ? 1 : std::size_t{1} << 19;
-    std::size_t first_k = 0;
-    while (first_k < n) {
-      const Clock::time_point chunk_start = Clock::now();
-      // Realisations [first_k, last_k): at least one, then as many as fit the chunk's entries.
-      std::size_t last_k = first_k, entries = 0, tip_rows = 0;
-      std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
-      while (last_k < n) {
-        const State& st = state[last_k];
-        const auto size = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.log_size);
-        const auto tips_k = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.tips);
-        if (last_k > first_k && entries + size > chunk_entries) break;
-        entries += size;
-        tip_rows += tips_k;
-        offsets.push_back(static_cast<long long>(entries));
-        offsets.push_back(static_cast<long long>(tip_rows));
-        ++last_k;
+    for (std::size_t q = 0; q < parts.size(); ++q) {
+      const auto [part_begin, part_end] = parts[q];
+      if (!fields) {  // (the time the host waits for the GPU)
+        const Clock::time_point wait_start = Clock::now();
+        part_done[q].synchronize();
+        local.kernel += since(wait_start);
+        if (stop && stop()) throw Stopped();  // (the streams finish the parts queued before the buffers go)
       }
-      const std::size_t m = last_k - first_k;
-      if (packed_log.size() < std::max<std::size_t>(entries, 1)) packed_log.resize(std::max<std::size_t>(entries, 1));
-      if (packed_tip_node.size() < std::max<std::size_t>(tip_rows, 1)) {
-        packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
-        packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
-      }
-      if (packed_offsets.size() < offsets.size()) packed_offsets.resize(2 * n + 2);
-      SIMKIT_CUDA_CHECK(cudaMemcpy(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
-                                   cudaMemcpyHostToDevice));
-      pack_kernel<<<static_cast<unsigned>(m), 256>>>(batch.work(), seg_cap, tip_cap, static_cast<int>(first_k),
-                                                     packed_offsets.data(), packed_log.data(), packed_tip_node.data(),
-                                                     packed_tip_active.data());
-      SIMKIT_CUDA_CHECK_LAUNCH();
-      std::shared_ptr<StagedLogs> staged = make_staged(entries, tip_rows, host_threads);
-      if (entries > 0)
-        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->log.get(), packed_log.data(), entries * sizeof(LogEntry),
-                                     cudaMemcpyDeviceToHost));
-      if (tip_rows > 0) {
-        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->tip_node.get(), packed_tip_node.data(), tip_rows * sizeof(long long),
-                                     cudaMemcpyDeviceToHost));
-        SIMKIT_CUDA_CHECK(cudaMemcpy(staged->tip_active.get(), packed_tip_active.data(), tip_rows,
-                                     cudaMemcpyDeviceToHost));
-      }
-      local.download += since(chunk_start);
-      const Clock::time_point rows_start = Clock::now();
-      for (std::size_t k = first_k; k < last_k; ++k) {
-        const State& st = state[k];
-        const std::size_t at = 2 * (k - first_k);
-        RawRealisation raw;
-        raw.index = which[first + k];
-        raw.overflow = st.overflow != 0;
-        raw.steps = st.step;
-        raw.moves = st.moves;
-        raw.clipped = st.clipped;
-        if (!raw.overflow) {
-          raw.staged = staged;
-          raw.log_begin = static_cast<std::size_t>(offsets[at]);
-          raw.log_size = static_cast<std::size_t>(offsets[at + 2] - offsets[at]);
-          raw.tip_begin = static_cast<std::size_t>(offsets[at + 1]);
-          raw.tips = static_cast<std::size_t>(offsets[at + 3] - offsets[at + 1]);
-          if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
-            raw.final_c.resize(nodes);
-            SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
-                                         batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
-                                         nodes * sizeof(double), cudaMemcpyDeviceToHost));
-          }
+      const Clock::time_point download_start = Clock::now();
+      SIMKIT_CUDA_CHECK(cudaMemcpyAsync(state.data() + part_begin, batch.state.data() + part_begin,
+                                        (part_end - part_begin) * sizeof(State), cudaMemcpyDeviceToHost, copy));
+      copy.synchronize();
+      local.download += since(download_start);
+      std::size_t first_k = part_begin;
+      while (first_k < part_end) {
+        const Clock::time_point chunk_start = Clock::now();
+        // Realisations [first_k, last_k): at least one, then as many as fit the chunk's entries.
+        std::size_t last_k = first_k, entries = 0, tip_rows = 0;
+        std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
+        while (last_k < part_end) {
+          const State& st = state[last_k];
+          const auto size = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.log_size);
+          const auto tips_k = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.tips);
+          if (last_k > first_k && (entries + size > chunk_entries || tip_rows + tips_k > chunk_tips)) break;
+          entries += size;
+          tip_rows += tips_k;
+          offsets.push_back(static_cast<long long>(entries));
+          offsets.push_back(static_cast<long long>(tip_rows));
+          ++last_k;
         }
-        done(std::move(raw));
+        const std::size_t m = last_k - first_k;
+        if (packed_log.size() < std::max<std::size_t>(entries, 1)) packed_log.resize(std::max<std::size_t>(entries, 1));
+        if (packed_tip_node.size() < std::max<std::size_t>(tip_rows, 1)) {
+          packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
+          packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
+        }
+        if (packed_offsets.size() < offsets.size()) packed_offsets.resize(2 * n + 2);
+        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
+                                          cudaMemcpyHostToDevice, copy));
+        pack_kernel<<<static_cast<unsigned>(m), 256, 0, copy>>>(
+            batch.work(), seg_cap, tip_cap, static_cast<int>(first_k), packed_offsets.data(), packed_log.data(),
+            packed_tip_node.data(), packed_tip_active.data());
+        SIMKIT_CUDA_CHECK_LAUNCH();
+        std::shared_ptr<StagedLogs> staged = entries <= pinned->entries() && tip_rows <= pinned->tips()
+                                                 ? pinned->take(stop, local.slot_wait, local.slots)
+                                                 : make_staged(entries, tip_rows, host_threads);
+        if (entries > 0)
+          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->log, packed_log.data(), entries * sizeof(LogEntry),
+                                            cudaMemcpyDeviceToHost, copy));
+        if (tip_rows > 0) {
+          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->tip_node, packed_tip_node.data(), tip_rows * sizeof(long long),
+                                            cudaMemcpyDeviceToHost, copy));
+          SIMKIT_CUDA_CHECK(
+              cudaMemcpyAsync(staged->tip_active, packed_tip_active.data(), tip_rows, cudaMemcpyDeviceToHost, copy));
+        }
+        copy.synchronize();
+        local.download += since(chunk_start);
+        const Clock::time_point rows_start = Clock::now();
+        for (std::size_t k = first_k; k < last_k; ++k) {
+          const State& st = state[k];
+          const std::size_t at = 2 * (k - first_k);
+          RawRealisation raw;
+          raw.index = which[first + k];
+          raw.overflow = st.overflow != 0;
+          raw.steps = st.step;
+          raw.moves = st.moves;
+          raw.clipped = st.clipped;
+          if (!raw.overflow) {
+            raw.staged = staged;
+            raw.log_begin = static_cast<std::size_t>(offsets[at]);
+            raw.log_size = static_cast<std::size_t>(offsets[at + 2] - offsets[at]);
+            raw.tip_begin = static_cast<std::size_t>(offsets[at + 1]);
+            raw.tips = static_cast<std::size_t>(offsets[at + 3] - offsets[at + 1]);
+            if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
+              raw.final_c.resize(nodes);
+              SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
+                                           batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
+                                           nodes * sizeof(double), cudaMemcpyDeviceToHost));
+            }
+          }
+          done(std::move(raw));
+        }
+        local.rows += since(rows_start);
+        first_k = last_k;
       }
-      local.rows += since(rows_start);
-      first_k = last_k;
     }
   }
   if (timing) {
@@ -967,6 +1114,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     timing->download += local.download;
     timing->allocate += local.allocate;
     timing->rows += local.rows;
+    timing->slot_wait += local.slot_wait;
+    timing->slots = std::max(timing->slots, local.slots);
   }
 }
 

@@ -42,8 +42,10 @@ struct KernelProblem {
 
 // The segment logs and tip tables of a chunk of realisations, packed on the GPU (realisation after
 // realisation, each its own entries only: no padding to the longest) and downloaded in one copy per
-// array; the chunk's realisations share it until the last of them is rebuilt. The host arrays are
-// left uninitialised until the download (make_staged touches their pages from several threads).
+// array; the chunk's realisations share it until the last of them is rebuilt. Its host memory is a
+// slot of a small pool of page-locked buffers (PinnedChunks in cuda.cu: the copy runs at the link's
+// speed and the slot goes back to the pool with the chunk's last realisation), or, for a chunk
+// larger than a slot (one realisation with a very long log), fresh pageable memory (make_staged).
 struct LogEntry {
   long long from, to;
   int birth, generation, tip;
@@ -52,13 +54,14 @@ struct LogEntry {
 };
 static_assert(sizeof(LogEntry) == 32, "LogEntry: no padding but pad");
 struct StagedLogs {
-  std::unique_ptr<LogEntry[]> log;
-  std::unique_ptr<long long[]> tip_node;
-  std::unique_ptr<unsigned char[]> tip_active;
+  LogEntry* log = nullptr;
+  long long* tip_node = nullptr;
+  unsigned char* tip_active = nullptr;
+  std::shared_ptr<void> memory;  // owns the arrays above: frees them, or hands the pool slot back
 };
-// Host memory for `entries` log entries and `tips` tip rows (cuda_host.cpp): every page is touched
-// by `threads` threads at once before the download, since a single thread faulting in fresh pages
-// (zero-filled vectors, then a row copy per realisation) was most of a short ensemble's time.
+// Pageable host memory for `entries` log entries and `tips` tip rows (cuda_host.cpp), left
+// uninitialised: every page is touched by `threads` threads at once before the download, since a
+// single thread faulting in fresh pages was most of a short ensemble's time.
 std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, int threads);
 
 // One realisation as the kernel leaves it: its segment log (in the order the segments were made,
@@ -81,6 +84,8 @@ struct RawRealisation {
 struct Timing {
   double setup = 0, allocate = 0, upload = 0, kernel = 0, download = 0, rebuild = 0;
   double rows = 0;     // the downloaded chunks handed over one realisation at a time
+  double slot_wait = 0;  // waiting for a pinned chunk slot that the rebuild still held (in download)
+  int slots = 0;         // pinned chunk slots allocated
   double batches = 0;  // run_realisations in all (the batches' buffers freed included)
   double finish = 0;   // waiting for the rebuild after the last batch
 };
@@ -92,10 +97,17 @@ struct Timing {
 // log a chunk, and the empty ones beside it), each handed over as soon as it is down. D_c > 0
 // (kp.model.taf_diffusion) gives every realisation its own c field on the GPU. `threads`: the host
 // threads that touch the chunks' fresh pages.
+// `pinned_pool`: where the page-locked chunk slots live (PinnedChunks, cuda.cu), made at the first
+// call that needs them and reused by the next; the caller drops it on the run's thread after the
+// rebuild. nullptr: a pool of this call's own (its slots go when the last chunk is rebuilt).
+// `part`: realisations a part of a D_c = 0 batch (tests: many parts on few realisations); 0 the
+// default (an eighth of the batch, at least 4096).
+class PinnedChunks;
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr,
-                      bool row_copies = false, const StopCallback& stop = {}, int threads = 1);
+                      bool row_copies = false, const StopCallback& stop = {}, int threads = 1,
+                      std::shared_ptr<PinnedChunks>* pinned_pool = nullptr, int part = 0);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

@@ -110,10 +110,19 @@ class Rebuilder {
 
 std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, int threads) {
   auto staged = std::make_shared<StagedLogs>();
-  // new T[] of these trivial types leaves them uninitialised: the pages are first touched below.
-  staged->log.reset(new LogEntry[std::max<std::size_t>(entries, 1)]);
-  staged->tip_node.reset(new long long[std::max<std::size_t>(tips, 1)]);
-  staged->tip_active.reset(new unsigned char[std::max<std::size_t>(tips, 1)]);
+  struct Arrays {  // new T[] of these trivial types leaves them uninitialised: first touched below
+    std::unique_ptr<LogEntry[]> log;
+    std::unique_ptr<long long[]> tip_node;
+    std::unique_ptr<unsigned char[]> tip_active;
+  };
+  auto arrays = std::make_shared<Arrays>();
+  arrays->log.reset(new LogEntry[std::max<std::size_t>(entries, 1)]);
+  arrays->tip_node.reset(new long long[std::max<std::size_t>(tips, 1)]);
+  arrays->tip_active.reset(new unsigned char[std::max<std::size_t>(tips, 1)]);
+  staged->log = arrays->log.get();
+  staged->tip_node = arrays->tip_node.get();
+  staged->tip_active = arrays->tip_active.get();
+  staged->memory = std::move(arrays);
   constexpr std::size_t kPage = 4096;
   const auto touch = [&](void* data, std::size_t bytes) {
     auto* p = static_cast<unsigned char*>(data);
@@ -123,8 +132,8 @@ std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, i
     parallel_for(0, pages, Schedule{std::max(threads, 1), 64},
                  [&](std::int64_t q) { p[static_cast<std::size_t>(q) * kPage] = 0; });
   };
-  touch(staged->log.get(), entries * sizeof(LogEntry));
-  touch(staged->tip_node.get(), tips * sizeof(long long));
+  touch(staged->log, entries * sizeof(LogEntry));
+  touch(staged->tip_node, tips * sizeof(long long));
   return staged;
 }
 
@@ -180,6 +189,9 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   // The worker's OpenMP teams take `threads` (--threads), or this thread's count when 0, which a new
   // thread would not inherit.
   if (threads <= 0) threads = omp_get_max_threads();
+  // The page-locked chunk slots, declared before the rebuilder so that they outlive every chunk it
+  // holds and are freed here, on this thread.
+  std::shared_ptr<PinnedChunks> pinned;
   Rebuilder rebuilder([&](std::vector<RawRealisation>& finished, const std::atomic<bool>& abandoned) {
     const auto count = static_cast<std::int64_t>(finished.size());
     parallel_for(0, count, Schedule{threads, 4}, [&](std::int64_t k) {
@@ -189,7 +201,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
       std::vector<Segment> log;
       std::vector<std::int64_t> active;
       if (raw.staged) {
-        const LogEntry* entries = raw.staged->log.get() + raw.log_begin;
+        const LogEntry* entries = raw.staged->log + raw.log_begin;
         log.reserve(raw.log_size);
         for (std::size_t e = 0; e < raw.log_size; ++e) {
           const LogEntry& x = entries[e];
@@ -223,7 +235,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             rebuilder.push(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies, stop, threads);
+        timing, initial_capacity.row_copies, stop, threads, &pinned, initial_capacity.part);
     if (timing) timing->batches += since(batches_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
@@ -243,11 +255,11 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   if (report) {
     const Timing& t = diagnostic;
     std::fprintf(stderr,
-                 "simkit: hybrid cuda phases (s): setup %.4f, upload %.4f, allocate %.4f, kernel %.4f, download %.4f, "
-                 "rows %.4f, batches %.4f (freeing included), rebuild busy %.4f, waited for the rebuild %.4f, "
-                 "total %.4f (%d realisations)\n",
-                 t.setup, t.upload, t.allocate, t.kernel, t.download, t.rows, t.batches, t.rebuild, t.finish,
-                 since(setup_start), replicates);
+                 "simkit: hybrid cuda phases (s): setup %.4f, upload %.4f, allocate %.4f, kernel %.4f, download %.4f "
+                 "(of which waiting for a pinned slot %.4f, %d slots), rows %.4f, batches %.4f (freeing included), "
+                 "rebuild busy %.4f, waited for the rebuild %.4f, total %.4f (%d realisations)\n",
+                 t.setup, t.upload, t.allocate, t.kernel, t.download, t.slot_wait, t.slots, t.rows, t.batches,
+                 t.rebuild, t.finish, since(setup_start), replicates);
   }
   return out;
 }

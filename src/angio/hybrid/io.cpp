@@ -302,9 +302,10 @@ fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
 // the ensemble's GPU run). The first failure is raised after the loop; the staging directory they
 // go to is removed with it.
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
-                         std::uint64_t count, int threads) {
+                         std::uint64_t count, int threads, const StopCallback& stop) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
   parallel_for(0, static_cast<std::int64_t>(count), Schedule{effective_threads(threads), 16}, [&](std::int64_t k) {
+    if (stop && stop()) throw Stopped();  // (the loop skips the files not started, then rethrows)
     write_metrics_csv(metrics_file(dir, first + static_cast<std::uint64_t>(k)),
                       realisations[static_cast<std::size_t>(k)].metrics);
   });
@@ -333,8 +334,9 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   // Staged (core StagedOutput): `out` changes only when every file is written.
   StagedOutput staged(out_dir);
   ensure_output_directory(staged.dir() / "metrics");
-  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size(), info.threads);
+  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size(), info.threads, info.stop);
   json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
+  if (info.stop && info.stop()) throw Stopped();  // the last safe point: `out` is still as it was
   commit_hybrid(staged);
   return result;
 }
@@ -360,8 +362,11 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
   // Each rank its own metrics files (rank 0's realisations are the first of the ensemble, the
   // others' in their share); rank 0 the other files meanwhile. Every rank has written when this returns.
   json result = dist::collectively(comm, [&] {
-    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads);
-    return comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
+    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads,
+                        info.stop);
+    json rest = comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
+    if (info.stop && info.stop()) throw Stopped();  // (on every rank alike: collectively)
+    return rest;
   });
   if (!comm.root()) return nullptr;
   // The others' files must be visible here before they are moved (a file system every rank sees).
