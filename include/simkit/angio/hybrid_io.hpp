@@ -55,7 +55,8 @@ struct HybridRunInfo {
   int threads = 0;               // threads writing the metrics files (0: all; --threads, OMP_NUM_THREADS)
   // Asked between files while the outputs are written (a million realisations' metrics files take
   // minutes): true ends the write with simkit::Stopped, the staging directory goes and `out` stays
-  // as it was.
+  // as it was. Under MPI (write_hybrid_outputs_ranks) asked once, on every rank together, after
+  // the files are written and before they move into place.
   StopCallback stop;
 };
 

@@ -930,8 +930,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   cuda::DeviceBuffer<long long> packed_tip_node, packed_offsets;
   cuda::DeviceBuffer<unsigned char> packed_tip_active;
   // 16 MiB of log entries a chunk: small enough that the rebuild of the last chunk (which nothing
-  // overlaps) is short, and below glibc's largest mmap threshold (32 MiB), so that a chunk the
-  // rebuild has freed is reused instead of faulting in fresh pages.
+  // overlaps) is short; a chunk comes down into a reused page-locked slot (PinnedChunks).
   // Chunks of at most 2^16 tip rows too (a slot's), so that only a realisation larger than a slot
   // on its own takes pageable memory (with row_copies every realisation with a log does: the
   // tests' path through it).

@@ -361,13 +361,14 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
   dir = comm.broadcast(dir);
   // Each rank its own metrics files (rank 0's realisations are the first of the ensemble, the
   // others' in their share); rank 0 the other files meanwhile. Every rank has written when this returns.
+  // A stop is asked once every rank has written, and agreed (a rank that threw on its own would
+  // end the job with rank 0 inside a collective, its staging directory left behind): every rank
+  // throws Stopped together, and rank 0 removes the staging as it unwinds.
   json result = dist::collectively(comm, [&] {
-    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads,
-                        info.stop);
-    json rest = comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
-    if (info.stop && info.stop()) throw Stopped();  // (on every rank alike: collectively)
-    return rest;
+    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads, {});
+    return comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
   });
+  if (comm.allreduce_max(info.stop && info.stop() ? 1 : 0) != 0) throw Stopped();
   if (!comm.root()) return nullptr;
   // The others' files must be visible here before they are moved (a file system every rank sees).
   for (std::size_t r = 0; r < ensemble.size(); ++r) {
