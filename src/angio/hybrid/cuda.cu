@@ -840,8 +840,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>* pinned_pool,
-                      int part) {
+                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -899,14 +898,6 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
   batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
-  // The parts' launches (two streams) and the downloads (one), none of them the legacy default
-  // stream, which would order each against the others. The downloads' stream has the greatest
-  // priority: its pack kernels would otherwise wait for SMs behind the parts' queued blocks (the
-  // download phase of 10^5 realisations on an H200: 0.45-0.53 s without, 0.32-0.41 s with it).
-  // Declared after the
-  // batch: destroyed (each synchronised) before its buffers are freed.
-  const cuda::Stream runs[2];
-  const cuda::Stream copy{cuda::Stream::HighPriority{}};
   // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
   cuda::DeviceBuffer<CUtensorMap> c_map;
   // (The tensor's plane coordinates are 32-bit: every realisation's two fields must fit.)
@@ -942,10 +933,15 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   packed_tip_node.resize(chunk_tips);
   packed_tip_active.resize(chunk_tips);
   packed_offsets.resize(2 * static_cast<std::size_t>(batch_size) + 2);
-  // The host side of the chunks' downloads: the caller's pool (kept across calls), or one of its own.
-  std::shared_ptr<PinnedChunks> own_pool;
-  std::shared_ptr<PinnedChunks>& pinned = pinned_pool != nullptr ? *pinned_pool : own_pool;
+  // The host side of the chunks' downloads: the caller's pool, kept across calls.
   if (!pinned) pinned = std::make_shared<PinnedChunks>(device, chunk_entries, chunk_tips);
+  // The parts' launches (two streams) and the downloads (one), none of them the legacy default
+  // stream, which would order each against the others. The downloads' stream has the greatest
+  // priority: its pack kernels would otherwise wait for SMs behind the parts' queued blocks (the
+  // download phase of 10^5 realisations on an H200: 0.45-0.53 s without, 0.32-0.41 s with it).
+  // Declared after every device buffer they use: destroyed (each synchronised) before those are freed.
+  const cuda::Stream runs[2];
+  const cuda::Stream copy{cuda::Stream::HighPriority{}};
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
     const int count =
@@ -1056,7 +1052,6 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
           packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
           packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
         }
-        if (packed_offsets.size() < offsets.size()) packed_offsets.resize(2 * n + 2);
         SIMKIT_CUDA_CHECK(cudaMemcpyAsync(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
                                           cudaMemcpyHostToDevice, copy));
         pack_kernel<<<static_cast<unsigned>(m), 256, 0, copy>>>(

@@ -97,17 +97,15 @@ struct Timing {
 // log a chunk, and the empty ones beside it), each handed over as soon as it is down. D_c > 0
 // (kp.model.taf_diffusion) gives every realisation its own c field on the GPU. `threads`: the host
 // threads that touch the chunks' fresh pages.
-// `pinned_pool`: where the page-locked chunk slots live (PinnedChunks, cuda.cu), made at the first
-// call that needs them and reused by the next; the caller drops it on the run's thread after the
-// rebuild. nullptr: a pool of this call's own (its slots go when the last chunk is rebuilt).
+// `pinned`: where the page-locked chunk slots live (PinnedChunks, cuda.cu), made at the first call
+// and reused by the next; the caller drops it on the run's thread after the rebuild.
 // `part`: realisations a part of a D_c = 0 batch (tests: many parts on few realisations); 0 the
 // default (an eighth of the batch, at least 4096).
 class PinnedChunks;
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing = nullptr,
-                      bool row_copies = false, const StopCallback& stop = {}, int threads = 1,
-                      std::shared_ptr<PinnedChunks>* pinned_pool = nullptr, int part = 0);
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
+                      const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int part);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

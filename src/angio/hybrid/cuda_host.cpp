@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <atomic>
 #include <chrono>
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -235,7 +235,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             rebuilder.push(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies, stop, threads, &pinned, initial_capacity.part);
+        timing, initial_capacity.row_copies, stop, threads, pinned, initial_capacity.part);
     if (timing) timing->batches += since(batches_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
