@@ -59,7 +59,12 @@ inline void expect_same(const Realisation& a, const Realisation& b, const std::s
   EXPECT_EQ(a.active_tip_nodes, b.active_tip_nodes);
   ASSERT_EQ(a.metrics.size(), b.metrics.size());
   for (std::size_t s = 0; s < a.metrics.size(); ++s) {
+    EXPECT_EQ(a.metrics[s].step, b.metrics[s].step) << s;
+    EXPECT_EQ(a.metrics[s].t, b.metrics[s].t) << s;
     EXPECT_EQ(a.metrics[s].tips, b.metrics[s].tips) << s;
+    EXPECT_EQ(a.metrics[s].sprouts, b.metrics[s].sprouts) << s;
+    EXPECT_EQ(a.metrics[s].branches, b.metrics[s].branches) << s;
+    EXPECT_EQ(a.metrics[s].anastomoses, b.metrics[s].anastomoses) << s;
     EXPECT_EQ(a.metrics[s].front, b.metrics[s].front) << s;
     EXPECT_EQ(a.metrics[s].length, b.metrics[s].length) << s;
     for (int k = 0; k < kFusionKinds; ++k) EXPECT_EQ(a.metrics[s].anastomoses_by_kind[k], b.metrics[s].anastomoses_by_kind[k]);

@@ -6,11 +6,14 @@
 // AngioHybridBackend in hybrid_test.cpp.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <random>
 
-#include "simkit/angio/hybrid.hpp"
+#include "angio/hybrid/cuda.hpp"
 #include "angio/hybrid/detail.hpp"
 #include "hybrid_choices.hpp"
+#include "simkit/angio/hybrid.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -26,7 +29,7 @@ using test_choices::randomise_rules;
 TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(20261122);
-  int overflowing = 0;
+  int overflowing = 0, retraced = 0, passing = 0;
   for (int trial = 0; trial < 16; ++trial) {
     const HybridProblem p = test_choices::random_problem(gen, trial, 1.0, 400);
     const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial) * 77;
@@ -36,20 +39,38 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     // realisations (five launches on two streams, each part downloaded while the next ones run),
     // the others in one part; the host rebuild runs on the caller's thread count (trial % 3 == 0),
     // one thread or two (--threads).
+    // Realisations from keep_logs on keep no log: they come down as per-step rows summarised on the
+    // GPU (summarise_kernel) and must equal the reference's with its logs dropped; keep_logs -1
+    // (every log down), 0 (every realisation summarised) or 5 (chunks of both kinds), with either
+    // download path.
     const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, trial % 4 < 2 ? 5 : 0};
+    const int keep_logs = std::array{-1, 0, 5}[static_cast<std::size_t>(trial / 2 % 3)];
+    detail::hybrid_cuda::Timing timing;
     const std::vector<Realisation> gpu =
-        detail::hybrid_cuda::run(p, seed, replicates, 0, {}, capacity, nullptr, {}, trial % 3);
+        detail::hybrid_cuda::run(p, seed, replicates, 0, {}, capacity, &timing, {}, trial % 3, keep_logs);
     ASSERT_EQ(gpu.size(), static_cast<std::size_t>(replicates));
+    EXPECT_EQ(timing.summarised, keep_logs < 0 ? 0 : replicates - keep_logs);
     std::int64_t segments = 0;
     for (int r = 0; r < replicates; ++r) {
-      const Realisation ref = run_hybrid_reference(p, seed + static_cast<std::uint64_t>(r));
+      Realisation ref = run_hybrid_reference(p, seed + static_cast<std::uint64_t>(r));
       segments += static_cast<std::int64_t>(ref.segments.size());
+      if (keep_logs >= 0 && r >= keep_logs) {
+        // (a retraced edge: fewer distinct edges than segments; the summary's edge table decides it)
+        const auto edges = std::llround(ref.metrics.back().length / p.grid.h);
+        retraced += edges < static_cast<std::int64_t>(ref.segments.size()) ? 1 : 0;
+        passing += ref.passes > 0 ? 1 : 0;
+        detail::drop_logs(ref);
+      }
       expect_same(gpu[static_cast<std::size_t>(r)], ref, "trial " + std::to_string(trial) + " r " + std::to_string(r));
     }
     overflowing += segments > replicates * 8 ? 1 : 0;
   }
   // Most trials outgrow the starting capacities (some rule choices end every tip early).
   EXPECT_GE(overflowing, 10) << "the capacities were meant to overflow";
+  // Summarised realisations that retrace an edge (a pass or an anastomosis along an existing one)
+  // and that pass over occupied nodes.
+  EXPECT_GE(retraced, 10);
+  EXPECT_GE(passing, 10);
 }
 
 // D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil
@@ -75,9 +96,13 @@ TEST(AngioHybridCuda, TafDiffusionEqualsReferenceBitwise) {
       p.hybrid.uptake = Uptake::Tip;  // the stencil's n from the tips' positions
     }
     const int replicates = 12;
-    const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 31, replicates, 0, {}, {16, 4});
+    // Odd trials keep realisation 0's log only (the others summarised on the GPU).
+    const int keep_logs = trial % 2 == 1 ? 1 : -1;
+    const std::vector<Realisation> gpu =
+        detail::hybrid_cuda::run(p, 31, replicates, 0, {}, {16, 4}, nullptr, {}, 0, keep_logs);
     for (int r = 0; r < replicates; ++r) {
-      const Realisation ref = run_hybrid_reference(p, 31 + static_cast<std::uint64_t>(r));
+      Realisation ref = run_hybrid_reference(p, 31 + static_cast<std::uint64_t>(r));
+      if (keep_logs >= 0 && r >= keep_logs) detail::drop_logs(ref);
       expect_same(gpu[static_cast<std::size_t>(r)], ref, "nz " + std::to_string(nz) + " r " + std::to_string(r));
       if (r == 0) {
         ASSERT_EQ(gpu[0].final_c.size(), ref.final_c.size());

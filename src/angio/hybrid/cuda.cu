@@ -12,7 +12,9 @@
 // nodes of c and f per tip); lane 0 then applies the moves and the branching serially in
 // ascending tip id, exactly as the reference does, so a realisation is bitwise the reference's
 // (the same SIMKIT_HD formulas, --fmad=false, the same Philox draws). A realisation that outgrows
-// its capacities is flagged and run again with more.
+// its capacities is flagged and run again with more. With Params::rows, lane 0 also counts the
+// segments as it records them and writes a row of counts after every step, so that a realisation
+// that keeps no log comes down as its rows (SummaryRow, hybrid/cuda.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,13 +62,18 @@ struct Params {
   long long log_capacity;
   int tip_capacity;
   int hash_bits;  // D_c = 0: hash table of 2^hash_bits slots
+  // Per-step rows (SummaryRow; nullptr: none): realisation w's row s at rows[w row_stride + s].
+  SummaryRow* rows;
+  long long row_stride;
 };
 
 // A realisation's serial state between launches.
 struct State {
   long long step, tips, log_size, hashed, moves, clipped;
+  long long passes;  // Pass segments so far
   double front;
   int count_active, overflow, finished, stepped;
+  SummaryRow tally;  // the counts after the segments so far (Params::rows)
 };
 
 // Per occupied node (a hash slot with D_c = 0, the node itself with D_c > 0): the step it was
@@ -79,6 +86,7 @@ struct Work {
   int* position;
   int* count;              // Uptake::Tip
   unsigned char* present;  // Uptake::Tip
+  unsigned char* edge;     // Params::rows: the lattice edges at the node (bit d - 1: towards neighbour d)
   double* c;               // D_c > 0: two fields per realisation, the current one is c[step & 1]
   long long* tip_node;
   long long* tip_previous;
@@ -122,6 +130,7 @@ struct Realm {
   long long hash_mask;
   const double* c_now;  // kFields: c at the start of `step`
   long long step;
+  unsigned char* edge_of;  // Params::rows: the edges at each slot (nullptr: none kept)
 
   __device__ bool vessel(long long node) const { return node % p->nx == 0; }
   // The node's slot, or -1 when it has none (free, or a parent-vessel node no tip has passed).
@@ -152,6 +161,7 @@ struct Realm {
       since_of[at] = 0;
       owner_of[at] = kVesselOwner;
       position_of[at] = 0;
+      if (edge_of) edge_of[at] = 0;
       if (count_of) {
         count_of[at] = 0;
         present_of[at] = 0;
@@ -269,7 +279,8 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
                        tip_uptake ? w.present + warp * table : nullptr,
                        hash_size - 1,
                        nullptr,
-                       st.step};
+                       st.step,
+                       p.rows ? w.edge + warp * table : nullptr};
   double* c_fields = kFields ? w.c + 2 * warp * p.nodes : nullptr;
   const long long tip_base = static_cast<long long>(warp) * p.tip_capacity;
   long long* tip_node = w.tip_node + tip_base;
@@ -299,7 +310,7 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
     log_tip[st.log_size] = tip;
     log_kind[st.log_size++] = static_cast<unsigned char>(kind);
   };
-  // Lane 0: tip `id` steps onto `node` (a new one when `fresh`, occupied at `step`).
+  // Lane 0: tip `id` steps onto `node` (a new one when `fresh`, occupied at `step`); its slot.
   auto settle = [&](long long node, int id, long long at_step, bool fresh) {
     bool made = false;
     const long long at = realm.slot(node, made);
@@ -308,6 +319,61 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
     realm.owner_of[at] = id;
     realm.position_of[at] = tip_position[id];
     if (tip_uptake) realm.present_of[at] = 1;
+    return at;
+  };
+  // Lane 0, with Params::rows: a segment from `from` to its neighbour `to` (slot at_to, i = i_to) in
+  // direction d, of `kind`, into the counts (st.tally, st.passes), as realisation_from_log counts
+  // the log. An edge is new unless an earlier segment joined the same two nodes; every segment's
+  // edge is marked at one end (bit d - 1 at `from`, or the opposite direction's at `to`). A Sprout,
+  // Move or Branch goes to a free node, which no segment has touched (every segment's ends are
+  // occupied or on the parent vessel, and a node once occupied stays so): a new edge, the only one
+  // marked at `to` (its slot just made; a dense table's node still 0), with no load. A Pass or an
+  // anastomosis goes to an occupied node: both ends are looked at; a new edge is marked at `to` for
+  // a Pass (its slot now made), at `from` for an anastomosis (the tip's own node, which has a slot;
+  // `to` may be a parent-vessel node without one: at_to -1).
+  auto tally = [&](long long from, int d, SegmentKind kind, long long at_to, int i_to) {
+    if (!p.rows) return;
+    SummaryRow& t = st.tally;
+    const auto here = static_cast<unsigned char>(1u << (d - 1));
+    const auto there = static_cast<unsigned char>(1u << (d % 2 == 1 ? d : d - 2));  // the opposite direction
+    if (kind == SegmentKind::Sprout || kind == SegmentKind::Move || kind == SegmentKind::Branch) {
+      realm.edge_of[at_to] = there;
+      ++t.edges;
+      t.front_i = max(t.front_i, i_to);
+      if (kind != SegmentKind::Move) ++t.sprouts;
+      if (kind == SegmentKind::Branch) ++t.branches;
+      return;
+    }
+    const long long at_from = realm.find(from);
+    if (!((at_to >= 0 && (realm.edge_of[at_to] & there)) || (at_from >= 0 && (realm.edge_of[at_from] & here)))) {
+      ++t.edges;
+      if (kind != SegmentKind::Pass && at_from >= 0) {
+        realm.edge_of[at_from] |= here;
+      } else if (at_to >= 0) {
+        realm.edge_of[at_to] |= there;
+      }
+    }
+    switch (kind) {  // (static indices: the counts stay in registers)
+      case SegmentKind::Pass:
+        ++st.passes;
+        break;
+      case SegmentKind::FuseOwn:
+        ++t.fused[0];
+        break;
+      case SegmentKind::FuseParentDaughter:
+        ++t.fused[1];
+        break;
+      case SegmentKind::FuseSprout:
+        ++t.fused[2];
+        break;
+      default:
+        ++t.fused[3];
+        break;
+    }
+  };
+  // Lane 0: the counts after step `s` (row s: the segments born up to s).
+  auto row = [&](long long s) {
+    if (p.rows) p.rows[static_cast<long long>(warp) * p.row_stride + s] = st.tally;
   };
   auto leave = [&](long long node) {
     if (!tip_uptake) return;
@@ -329,11 +395,13 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
         tip_position[t] = 0;
         tip_active[t] = 1;
         active[t] = t;
-        settle(p.sprout_node[t], t, 0, true);
+        const long long at = settle(p.sprout_node[t], t, 0, true);
         record(p.sprout_previous[t], p.sprout_node[t], 0, 0, t, SegmentKind::Sprout);
+        tally(p.sprout_previous[t], 2, SegmentKind::Sprout, at, 1);  // (+x from the vessel to i = 1)
       }
       st.tips = st.count_active = p.sprouts;
       st.front = p.h;
+      row(0);
     }
   }
   int count_active = __shfl_sync(kFull, st.count_active, 0);
@@ -392,6 +460,7 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
         record(node, target, birth, tip_generation[id], id, kind);
         leave(node);
         if (is_fusion(kind)) {
+          tally(node, d, kind, p.rows ? realm.find(target) : -1, 0);
           tip_active[id] = 0;
           --alive;
           continue;
@@ -399,8 +468,10 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
         tip_previous[id] = node;
         tip_node[id] = target;
         ++tip_position[id];
-        settle(target, id, step, kind == SegmentKind::Move);
-        front = fmax(front, static_cast<int>(target % p.nx) * p.h);
+        const long long at = settle(target, id, step, kind == SegmentKind::Move);
+        const int i_to = static_cast<int>(target % p.nx);
+        tally(node, d, kind, at, i_to);
+        front = fmax(front, i_to * p.h);
       }
       // (3) branching in ascending tip id, from the state at the start of the next step.
       const int existing = count_active;
@@ -440,13 +511,16 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
         tip_birth[child] = static_cast<int>(birth);
         tip_position[child] = 0;
         tip_active[child] = 1;
-        settle(target, child, step, true);
+        const long long at = settle(target, child, step, true);
         record(node, target, birth, tip_generation[child], child, SegmentKind::Branch);
+        const int i_to = static_cast<int>(target % p.nx);
+        tally(node, d, SegmentKind::Branch, at, i_to);
         tip_age[id] = 0;
         ++st.tips;
         ++alive;
-        front = fmax(front, static_cast<int>(target % p.nx) * p.h);
+        front = fmax(front, i_to * p.h);
       }
+      row(birth);  // the segments born up to this step
       // The next step's active list: survivors in order, then this step's children (larger ids).
       int kept = 0;
       for (int q = 0; q < existing; ++q)
@@ -605,9 +679,9 @@ __global__ void __launch_bounds__(detail::StageTile::kThreads)
 #endif
 }
 
-// Device memory of one batch of realisations.
+// Device memory of one batch of realisations (rows: per-step rows a realisation, 0 for none).
 struct Capacity {
-  long long segments, tips;
+  long long segments, tips, rows;
 };
 
 struct Batch {
@@ -615,18 +689,21 @@ struct Batch {
   cuda::DeviceBuffer<int> since, owner, position, count, tip_generation, tip_parent, tip_birth, tip_position, active,
       log_birth, log_generation, log_tip, which;
   cuda::DeviceBuffer<double> c;
-  cuda::DeviceBuffer<unsigned char> present, tip_active, log_kind;
+  cuda::DeviceBuffer<unsigned char> present, tip_active, log_kind, edge;
   cuda::DeviceBuffer<signed char> move;
   cuda::DeviceBuffer<State> state;
+  cuda::DeviceBuffer<SummaryRow> rows;
 
   // Hash slots (D_c = 0) or the dense occupation tables and two c fields (D_c > 0).
   static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits, bool fields, bool tip_uptake,
                                            long long nodes) {
     const auto h = static_cast<std::size_t>(1) << hash_bits;
     const auto t = static_cast<std::size_t>(c.tips), s = static_cast<std::size_t>(c.segments);
-    const std::size_t per_slot = 4 + 4 + 4 + (tip_uptake ? 5 : 0);  // since, owner, position (count, present)
+    // since, owner, position (count, present) (edge)
+    const std::size_t per_slot = 4 + 4 + 4 + (tip_uptake ? 5 : 0) + (c.rows > 0 ? 1 : 0);
     const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (per_slot + 16) : h * (8 + per_slot);
-    return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1) + sizeof(State) + 4;
+    return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1) + sizeof(State) + 4 +
+           static_cast<std::size_t>(c.rows) * sizeof(SummaryRow);
   }
   void allocate(int count_, const Capacity& cap, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
     const auto n = static_cast<std::size_t>(count_);
@@ -643,6 +720,11 @@ struct Batch {
     if (tip_uptake) {
       count.resize(slots);
       present.resize(slots);
+    }
+    if (cap.rows > 0) {
+      edge.resize(slots);
+      rows.resize(n * static_cast<std::size_t>(cap.rows));
+      rows.fill_zero();  // (the rows past a realisation's last step come down too, never read)
     }
     tip_node.resize(t);
     tip_previous.resize(t);
@@ -685,6 +767,7 @@ struct Batch {
         SIMKIT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, slots * sizeof(int)));
         SIMKIT_CUDA_CHECK(cudaMemsetAsync(present.data(), 0, slots));
       }
+      if (edge.size() > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(edge.data(), 0, slots));  // (a hash slot's when made)
     } else {
       SIMKIT_CUDA_CHECK(cudaMemsetAsync(hash_key.data(), 0, slots * sizeof(long long)));
     }
@@ -697,6 +780,7 @@ struct Batch {
     w.position = position.data();
     w.count = count.data();
     w.present = present.data();
+    w.edge = edge.data();
     w.c = c.data();
     w.tip_node = tip_node.data();
     w.tip_previous = tip_previous.data();
@@ -746,6 +830,25 @@ __global__ void __launch_bounds__(256)
     tip_active[tip_at + t] = w.tip_active[row * tip_cap + t];
   }
 }
+
+// A timing event (Timing's GPU times; cuda::Event is made without timing).
+class TimedEvent {
+ public:
+  TimedEvent() { SIMKIT_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~TimedEvent() { cudaEventDestroy(event_); }
+  TimedEvent(const TimedEvent&) = delete;
+  TimedEvent& operator=(const TimedEvent&) = delete;
+  void record(cudaStream_t stream) { SIMKIT_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  // Seconds from `start` to this (both complete).
+  double since(const TimedEvent& start) const {
+    float ms = 0;
+    SIMKIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
 
 }  // namespace
 
@@ -809,6 +912,7 @@ class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
     staged->log = slot->log.data();
     staged->tip_node = slot->tip_node.data();
     staged->tip_active = slot->tip_active.data();
+    staged->rows = reinterpret_cast<SummaryRow*>(slot->log.data());  // (a chunk of rows: the same size)
     staged->memory = std::shared_ptr<void>(slot.release(), [pool = shared_from_this()](void* p) {
       pool->give_back(std::unique_ptr<Slot>(static_cast<Slot*>(p)));
     });
@@ -840,11 +944,22 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part) {
+                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part,
+                      int keep_logs) {
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   Timing local;
+  // (Timing::release: from the end of the batches to the last buffer freed; declared first, so
+  // destroyed last)
+  struct Release {
+    Timing* timing;
+    Clock::time_point start{};
+    ~Release() {
+      if (timing && start != Clock::time_point{})
+        timing->release += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  } release{timing};
   const Clock::time_point upload_start = Clock::now();
   const bool fields = kp.model.taf_diffusion > 0;
   cuda::DeviceBuffer<double> c0, f0;
@@ -880,9 +995,15 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.nodes = static_cast<long long>(c0_host.size());
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   local.upload += since(upload_start);
+  // (at most half full: `hashed` past half the slots overflows, like a log past its capacity)
   int hash_bits = 4;
-  while ((1LL << hash_bits) < 2 * segments + 64) ++hash_bits;
-  const Capacity capacity{segments, tips};
+  while ((1LL << hash_bits) < 2 * segments) ++hash_bits;
+  // Realisations that keep no log come down as their per-step rows, which the kernel writes as it
+  // goes (Params::rows): kept for every realisation of the batch when any may want them, up to 2^16
+  // steps (2 MiB a realisation; longer runs bring their logs down).
+  const long long row_stride =
+      keep_logs >= 0 && kp.last_step < (1LL << 16) && segments < std::numeric_limits<int>::max() ? kp.last_step + 1 : 0;
+  const Capacity capacity{segments, tips, row_stride};
   const std::size_t free = ::simkit::cuda::current_device_memory().free;
   const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
   const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, tip_uptake, p.nodes);
@@ -893,8 +1014,12 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                     (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
                     " MiB are free; lower `t_max` or `max_tips`, or use `backend` cpu");
   }
-  const int batch_size =
-      static_cast<int>(std::min<long long>({fit, static_cast<long long>(which.size()), fields ? 65535LL : 1LL << 30}));
+  // Batches of equal size (the fewest that fit): the device memory allocated, zeroed and freed is
+  // what the realisations use, not the most that fits.
+  const long long most = std::min<long long>(fit, fields ? 65535LL : 1LL << 30);
+  const auto total = static_cast<long long>(which.size());
+  const long long batches = (total + most - 1) / most;
+  const int batch_size = static_cast<int>(std::max<long long>(1, (total + batches - 1) / batches));
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
   batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
@@ -916,6 +1041,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.tip_capacity = static_cast<int>(tips);
   p.hash_bits = hash_bits;
   p.which = batch.which.data();
+  p.rows = row_stride > 0 ? batch.rows.data() : nullptr;
+  p.row_stride = row_stride;
   // The packed logs of a chunk (pack_kernel), reused from chunk to chunk.
   cuda::DeviceBuffer<LogEntry> packed_log;
   cuda::DeviceBuffer<long long> packed_tip_node, packed_offsets;
@@ -944,6 +1071,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const cuda::Stream copy{cuda::Stream::HighPriority{}};
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
+    const Clock::time_point prepare_start = Clock::now();
     const int count =
         static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch_size), which.size() - first));
     const auto n = static_cast<std::size_t>(count);
@@ -972,8 +1100,16 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
         fields ? n : (part > 0 ? static_cast<std::size_t>(part) : std::max<std::size_t>((n + 7) / 8, 4096));
     for (std::size_t b = 0; b < n; b += part_size) parts.emplace_back(b, std::min(n, b + part_size));
     std::vector<cuda::Event> part_done(fields ? 0 : parts.size());
+    // (with a Timing: the parts' first start and each part's end, for parts_span)
+    std::unique_ptr<TimedEvent> parts_start;
+    std::vector<std::unique_ptr<TimedEvent>> part_end;
     if (!fields) {
       SIMKIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // the batch's uploads and clears (default stream)
+      local.prepare += since(prepare_start);
+      if (timing) {
+        parts_start = std::make_unique<TimedEvent>();
+        parts_start->record(runs[0]);
+      }
       for (std::size_t q = 0; q < parts.size(); ++q) {
         const auto [b, e] = parts[q];
         const cudaStream_t run = runs[q % 2];
@@ -982,6 +1118,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
             <<<part_blocks, threads, 0, run>>>(p, batch.work(), static_cast<int>(b), static_cast<int>(e), p.last_step);
         SIMKIT_CUDA_CHECK_LAUNCH();
         part_done[q].record(run);
+        if (timing) {
+          part_end.push_back(std::make_unique<TimedEvent>());
+          part_end.back()->record(run);
+        }
       }
     } else {
       // One step per launch, then the stencil; every 16 steps, stop once every realisation has.
@@ -1016,6 +1156,126 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     // next comes down, and the GPU runs the next parts meanwhile).
     const auto seg_cap = static_cast<long long>(segments);
     const int tip_cap = static_cast<int>(tips);
+    // Whether realisation k comes down as its rows: it keeps no log.
+    const auto summarised = [&](std::size_t k) { return row_stride > 0 && which[first + k] >= keep_logs; };
+    const auto stride = static_cast<std::size_t>(row_stride);
+    // Realisations [begin, end) of the batch, downloaded chunk by chunk and handed over; with
+    // `defer_logs`, those with logs are left in `deferred` (a pack kernel, which needs SMs, would
+    // wait behind the running parts' blocks, and every chunk after it with it: 0.16 s for
+    // realisation 0's in a run of 10^5 on an H200) for after the batch's last part.
+    std::vector<std::pair<std::size_t, std::size_t>> deferred;
+    const auto chunks = [&](std::size_t begin, std::size_t end, bool defer_logs) {
+      std::size_t first_k = begin;
+      while (first_k < end) {
+        const Clock::time_point chunk_start = Clock::now();
+        // Realisations [first_k, last_k), all with their logs or all as rows: at least one, then as
+        // many as fit the chunk's entries and tip rows. Logs and tip tables are packed (each
+        // realisation's own entries); rows come down as they lie, `stride` a realisation (the
+        // unused rows of those that ended early and the rows of overflowed ones with them).
+        const bool summary = summarised(first_k);
+        if (!summary && defer_logs) {  // (after the batch's last part: deferred)
+          const std::size_t from = first_k;
+          while (first_k < end && !summarised(first_k)) ++first_k;
+          deferred.emplace_back(from, first_k);
+          continue;
+        }
+        std::size_t last_k = first_k, entries = 0, tip_rows = 0;
+        std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
+        while (last_k < end && summarised(last_k) == summary) {
+          const State& st = state[last_k];
+          std::size_t size = stride, tips_k = 0;
+          if (!summary) {
+            size = st.overflow ? 0 : static_cast<std::size_t>(st.log_size);
+            tips_k = st.overflow ? 0 : static_cast<std::size_t>(st.tips);
+          }
+          if (last_k > first_k && (entries + size > chunk_entries || tip_rows + tips_k > chunk_tips)) break;
+          entries += size;
+          tip_rows += tips_k;
+          offsets.push_back(static_cast<long long>(entries));
+          offsets.push_back(static_cast<long long>(tip_rows));
+          ++last_k;
+        }
+        const std::size_t m = last_k - first_k;
+        std::unique_ptr<TimedEvent[]> marks(timing ? new TimedEvent[3] : nullptr);  // kernel, copies, end
+        if (!summary) {
+          if (packed_log.size() < std::max<std::size_t>(entries, 1))
+            packed_log.resize(std::max<std::size_t>(entries, 1));
+          if (packed_tip_node.size() < std::max<std::size_t>(tip_rows, 1)) {
+            packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
+            packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
+          }
+          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
+                                            cudaMemcpyHostToDevice, copy));
+          if (marks) marks[0].record(copy);
+          pack_kernel<<<static_cast<unsigned>(m), 256, 0, copy>>>(
+              batch.work(), seg_cap, tip_cap, static_cast<int>(first_k), packed_offsets.data(), packed_log.data(),
+              packed_tip_node.data(), packed_tip_active.data());
+          SIMKIT_CUDA_CHECK_LAUNCH();
+        } else if (marks) {
+          marks[0].record(copy);
+        }
+        if (marks) marks[1].record(copy);
+        std::shared_ptr<StagedLogs> staged = entries <= pinned->entries() && tip_rows <= pinned->tips()
+                                                 ? pinned->take(stop, local.slot_wait, local.slots)
+                                                 : make_staged(entries, tip_rows, host_threads);
+        if (summary) {
+          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->rows, batch.rows.data() + first_k * stride,
+                                            entries * sizeof(SummaryRow), cudaMemcpyDeviceToHost, copy));
+        } else {
+          if (entries > 0)
+            SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->log, packed_log.data(), entries * sizeof(LogEntry),
+                                              cudaMemcpyDeviceToHost, copy));
+          if (tip_rows > 0) {
+            SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->tip_node, packed_tip_node.data(), tip_rows * sizeof(long long),
+                                              cudaMemcpyDeviceToHost, copy));
+            SIMKIT_CUDA_CHECK(
+                cudaMemcpyAsync(staged->tip_active, packed_tip_active.data(), tip_rows, cudaMemcpyDeviceToHost, copy));
+          }
+        }
+        if (marks) marks[2].record(copy);
+        copy.synchronize();
+        local.download += since(chunk_start);
+        if (marks) {
+          local.chunk_kernels += marks[1].since(marks[0]);
+          local.chunk_copies += marks[2].since(marks[1]);
+          ++local.chunks;
+        }
+        const Clock::time_point rows_start = Clock::now();
+        for (std::size_t k = first_k; k < last_k; ++k) {
+          const State& st = state[k];
+          const std::size_t at = 2 * (k - first_k);
+          RawRealisation raw;
+          raw.index = which[first + k];
+          raw.overflow = st.overflow != 0;
+          raw.steps = st.step;
+          raw.moves = st.moves;
+          raw.clipped = st.clipped;
+          if (!raw.overflow) {
+            raw.staged = staged;
+            if (summary) {
+              raw.summary = true;
+              ++local.summarised;
+              raw.row_begin = (k - first_k) * stride;
+              raw.passes = st.passes;
+            } else {
+              raw.log_begin = static_cast<std::size_t>(offsets[at]);
+              raw.log_size = static_cast<std::size_t>(offsets[at + 2] - offsets[at]);
+              raw.tip_begin = static_cast<std::size_t>(offsets[at + 1]);
+              raw.tips = static_cast<std::size_t>(offsets[at + 3] - offsets[at + 1]);
+            }
+            if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
+              raw.final_c.resize(nodes);
+              SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
+                                           batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
+                                           nodes * sizeof(double), cudaMemcpyDeviceToHost));
+            }
+          }
+          done(std::move(raw));
+        }
+        local.rows += since(rows_start);
+        first_k = last_k;
+      }
+    };
     for (std::size_t q = 0; q < parts.size(); ++q) {
       const auto [part_begin, part_end] = parts[q];
       if (!fields) {  // (the time the host waits for the GPU)
@@ -1029,88 +1289,17 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                                         (part_end - part_begin) * sizeof(State), cudaMemcpyDeviceToHost, copy));
       copy.synchronize();
       local.download += since(download_start);
-      std::size_t first_k = part_begin;
-      while (first_k < part_end) {
-        const Clock::time_point chunk_start = Clock::now();
-        // Realisations [first_k, last_k): at least one, then as many as fit the chunk's entries.
-        std::size_t last_k = first_k, entries = 0, tip_rows = 0;
-        std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
-        while (last_k < part_end) {
-          const State& st = state[last_k];
-          const auto size = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.log_size);
-          const auto tips_k = st.overflow ? std::size_t{0} : static_cast<std::size_t>(st.tips);
-          if (last_k > first_k && (entries + size > chunk_entries || tip_rows + tips_k > chunk_tips)) break;
-          entries += size;
-          tip_rows += tips_k;
-          offsets.push_back(static_cast<long long>(entries));
-          offsets.push_back(static_cast<long long>(tip_rows));
-          ++last_k;
-        }
-        const std::size_t m = last_k - first_k;
-        if (packed_log.size() < std::max<std::size_t>(entries, 1)) packed_log.resize(std::max<std::size_t>(entries, 1));
-        if (packed_tip_node.size() < std::max<std::size_t>(tip_rows, 1)) {
-          packed_tip_node.resize(std::max<std::size_t>(tip_rows, 1));
-          packed_tip_active.resize(std::max<std::size_t>(tip_rows, 1));
-        }
-        SIMKIT_CUDA_CHECK(cudaMemcpyAsync(packed_offsets.data(), offsets.data(), offsets.size() * sizeof(long long),
-                                          cudaMemcpyHostToDevice, copy));
-        pack_kernel<<<static_cast<unsigned>(m), 256, 0, copy>>>(
-            batch.work(), seg_cap, tip_cap, static_cast<int>(first_k), packed_offsets.data(), packed_log.data(),
-            packed_tip_node.data(), packed_tip_active.data());
-        SIMKIT_CUDA_CHECK_LAUNCH();
-        std::shared_ptr<StagedLogs> staged = entries <= pinned->entries() && tip_rows <= pinned->tips()
-                                                 ? pinned->take(stop, local.slot_wait, local.slots)
-                                                 : make_staged(entries, tip_rows, host_threads);
-        if (entries > 0)
-          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->log, packed_log.data(), entries * sizeof(LogEntry),
-                                            cudaMemcpyDeviceToHost, copy));
-        if (tip_rows > 0) {
-          SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->tip_node, packed_tip_node.data(), tip_rows * sizeof(long long),
-                                            cudaMemcpyDeviceToHost, copy));
-          SIMKIT_CUDA_CHECK(
-              cudaMemcpyAsync(staged->tip_active, packed_tip_active.data(), tip_rows, cudaMemcpyDeviceToHost, copy));
-        }
-        copy.synchronize();
-        local.download += since(chunk_start);
-        const Clock::time_point rows_start = Clock::now();
-        for (std::size_t k = first_k; k < last_k; ++k) {
-          const State& st = state[k];
-          const std::size_t at = 2 * (k - first_k);
-          RawRealisation raw;
-          raw.index = which[first + k];
-          raw.overflow = st.overflow != 0;
-          raw.steps = st.step;
-          raw.moves = st.moves;
-          raw.clipped = st.clipped;
-          if (!raw.overflow) {
-            raw.staged = staged;
-            raw.log_begin = static_cast<std::size_t>(offsets[at]);
-            raw.log_size = static_cast<std::size_t>(offsets[at + 2] - offsets[at]);
-            raw.tip_begin = static_cast<std::size_t>(offsets[at + 1]);
-            raw.tips = static_cast<std::size_t>(offsets[at + 3] - offsets[at + 1]);
-            if (fields && raw.index == 0) {  // realisation 0's final c (the others would take nodes x 8 bytes each)
-              raw.final_c.resize(nodes);
-              SIMKIT_CUDA_CHECK(cudaMemcpy(raw.final_c.data(),
-                                           batch.c.data() + (2 * k + static_cast<std::size_t>(st.step & 1)) * nodes,
-                                           nodes * sizeof(double), cudaMemcpyDeviceToHost));
-            }
-          }
-          done(std::move(raw));
-        }
-        local.rows += since(rows_start);
-        first_k = last_k;
-      }
+      chunks(part_begin, part_end, row_stride > 0 && q + 1 < parts.size());
+    }
+    for (const auto& [b, e] : deferred) chunks(b, e, false);  // (every part has ended)
+    release.start = Clock::now();
+    if (parts_start) {  // (every part has ended: its chunks came down)
+      double span = 0;
+      for (const auto& end : part_end) span = std::max(span, end->since(*parts_start));
+      local.parts_span += span;
     }
   }
-  if (timing) {
-    timing->upload += local.upload;
-    timing->kernel += local.kernel;
-    timing->download += local.download;
-    timing->allocate += local.allocate;
-    timing->rows += local.rows;
-    timing->slot_wait += local.slot_wait;
-    timing->slots = std::max(timing->slots, local.slots);
-  }
+  if (timing) timing->add(local);
 }
 
 }  // namespace simkit::angio::detail::hybrid_cuda

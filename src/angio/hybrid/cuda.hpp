@@ -53,10 +53,24 @@ struct LogEntry {
   unsigned char pad[3];  // written (zero) too: the download reads whole entries (compute-sanitizer initcheck)
 };
 static_assert(sizeof(LogEntry) == 32, "LogEntry: no padding but pad");
+// A realisation whose log stays on the GPU (the ensemble keeps no log for it: keep_logs) comes
+// down as its per-step rows instead, which the kernel writes as it goes (steps + 1 rows; row s
+// counts the segments born in steps up to s, as realisation_from_log counts the log): its counts,
+// the distinct lattice edges of its network and the largest i of an occupied node so far. 32 bytes
+// a step instead of 32 a segment and 9 a tip (docs/performance.md: about a twelfth for a 100^3,
+// t_max = 2 realisation).
+struct SummaryRow {
+  int sprouts, branches;
+  int fused[kFusionKinds];  // anastomoses by FusionKind
+  int edges;                // distinct lattice edges
+  int front_i;              // the largest i of an occupied node (0: none yet)
+};
+static_assert(sizeof(SummaryRow) == sizeof(LogEntry), "SummaryRow: a chunk's rows share its log entries' memory");
 struct StagedLogs {
   LogEntry* log = nullptr;
   long long* tip_node = nullptr;
   unsigned char* tip_active = nullptr;
+  SummaryRow* rows = nullptr;    // a chunk of rows (RawRealisation::summary): in the log's memory
   std::shared_ptr<void> memory;  // owns the arrays above: frees them, or hands the pool slot back
 };
 // Pageable host memory for `entries` log entries and `tips` tip rows (cuda_host.cpp), left
@@ -66,14 +80,16 @@ std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, i
 
 // One realisation as the kernel leaves it: its segment log (in the order the segments were made,
 // entries [log_begin, log_begin + log_size) of `staged`), counters, and its tip table (entries
-// [tip_begin, tip_begin + tips): the active tips' nodes in id order). `overflow`: it outgrew the
-// capacities and must be run again with more.
+// [tip_begin, tip_begin + tips): the active tips' nodes in id order); or, `summary`, its per-step
+// rows (rows [row_begin, row_begin + steps + 1) of staged->rows) and its passes, without the log.
+// `overflow`: it outgrew the capacities and must be run again with more.
 struct RawRealisation {
   int index = 0;  // realisation number r (seed + r)
   bool overflow = false;
-  long long steps = 0, moves = 0, clipped = 0;
+  bool summary = false;
+  long long steps = 0, moves = 0, clipped = 0, passes = 0;
   std::shared_ptr<const StagedLogs> staged;
-  std::size_t log_begin = 0, log_size = 0, tip_begin = 0, tips = 0;
+  std::size_t log_begin = 0, log_size = 0, tip_begin = 0, tips = 0, row_begin = 0;
   std::vector<double> final_c;  // D_c > 0, realisation 0 only: c at the end
 };
 
@@ -88,6 +104,30 @@ struct Timing {
   int slots = 0;         // pinned chunk slots allocated
   double batches = 0;  // run_realisations in all (the batches' buffers freed included)
   double finish = 0;   // waiting for the rebuild after the last batch
+  long long summarised = 0;  // realisations that came down as their per-step rows (no log)
+  // GPU times by events (only with a Timing): the D_c = 0 parts' launches from the first start to
+  // the last end, and the chunks' pack kernels (logs) and their copies down.
+  double parts_span = 0, chunk_kernels = 0, chunk_copies = 0;
+  // Host times: each D_c = 0 batch's start until its parts can launch (uploads and clears), and
+  // from the end of the last batch until its buffers are freed.
+  double prepare = 0, release = 0;
+  long long chunks = 0;
+  // Another call's times (setup, batches, rebuild, finish and release are the caller's or summed apart).
+  void add(const Timing& t) {
+    upload += t.upload;
+    kernel += t.kernel;
+    download += t.download;
+    allocate += t.allocate;
+    rows += t.rows;
+    slot_wait += t.slot_wait;
+    slots = slots > t.slots ? slots : t.slots;
+    summarised += t.summarised;
+    parts_span += t.parts_span;
+    prepare += t.prepare;
+    chunk_kernels += t.chunk_kernels;
+    chunk_copies += t.chunk_copies;
+    chunks += t.chunks;
+  }
 };
 
 // Runs realisations `which` (batched to fit the GPU's free memory) with per-realisation
@@ -101,11 +141,14 @@ struct Timing {
 // and reused by the next; the caller drops it on the run's thread after the rebuild.
 // `part`: realisations a part of a D_c = 0 batch (tests: many parts on few realisations); 0 the
 // default (an eighth of the batch, at least 4096).
+// `keep_logs`: realisations r >= keep_logs (when >= 0) come down summarised (RawRealisation::summary),
+// their logs never leaving the GPU; -1: every realisation with its log.
 class PinnedChunks;
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int part);
+                      const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int part,
+                      int keep_logs);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

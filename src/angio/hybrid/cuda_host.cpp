@@ -1,7 +1,8 @@
 // The hybrid model's cuda backend, host side: runs the ensemble kernel (cuda.cu), runs again
-// with four times the capacity any realisation that outgrew its buffers, and rebuilds each
-// realisation from its segment log with the reference's own builder, on a worker thread while the
-// GPU runs the next batches.
+// with four times the capacity any realisation that outgrew its buffers, and builds each
+// realisation, on a worker thread while the GPU runs the next batches: from its segment log with
+// the reference's own builder, or, for one that keeps no log, from the per-step rows the kernel
+// made (from_summary).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -106,20 +107,62 @@ class Rebuilder {
   std::thread worker_;  // last: starts once everything above exists
 };
 
+// A realisation that came down summarised (RawRealisation::summary): its metrics from its per-step
+// rows, as realisation_from_log makes them from the log (the same counts, the same products for t,
+// length and front), its totals from the last row; no logs (drop_logs).
+Realisation from_summary(const HybridProblem& p, std::uint64_t seed, const RawRealisation& raw) {
+  const Grid& g = p.grid;
+  Realisation r;
+  r.seed = seed;
+  r.steps = raw.steps;
+  r.moves = raw.moves;
+  r.clipped_draws = raw.clipped;
+  r.passes = raw.passes;
+  const SummaryRow* rows = raw.staged->rows + raw.row_begin;
+  const auto count = static_cast<std::size_t>(raw.steps) + 1;
+  r.metrics.resize(count);
+  for (std::size_t s = 0; s < count; ++s) {
+    const SummaryRow& x = rows[s];
+    MetricsRow& row = r.metrics[s];
+    row.step = static_cast<std::int64_t>(s);
+    row.t = static_cast<double>(s) * p.dt;
+    row.sprouts = x.sprouts;
+    row.branches = x.branches;
+    row.anastomoses = 0;
+    for (int k = 0; k < kFusionKinds; ++k) {
+      row.anastomoses_by_kind[k] = x.fused[k];
+      row.anastomoses += x.fused[k];
+    }
+    row.tips = row.sprouts - row.anastomoses;
+    row.length = static_cast<double>(x.edges) * g.h;
+    // (the largest of h and every occupied node's i h, as realisation_from_log: i h grows with i)
+    row.front = std::max(g.h, x.front_i * g.h);
+  }
+  const MetricsRow& end = r.metrics.back();
+  r.branches = end.branches;
+  r.anastomoses = end.anastomoses;
+  for (int k = 0; k < kFusionKinds; ++k) r.anastomoses_by_kind[k] = end.anastomoses_by_kind[k];
+  r.sprouts = end.sprouts;
+  r.reached = end.front >= hybrid_reach_front(p);
+  r.reach_time = r.reached ? static_cast<double>(raw.steps) * p.dt : 0.0;
+  return r;
+}
+
 }  // namespace
 
 std::shared_ptr<StagedLogs> make_staged(std::size_t entries, std::size_t tips, int threads) {
   auto staged = std::make_shared<StagedLogs>();
   struct Arrays {  // new T[] of these trivial types leaves them uninitialised: first touched below
-    std::unique_ptr<LogEntry[]> log;
+    std::unique_ptr<std::byte[]> log;  // log entries, or a chunk of summaries' rows (the same size)
     std::unique_ptr<long long[]> tip_node;
     std::unique_ptr<unsigned char[]> tip_active;
   };
   auto arrays = std::make_shared<Arrays>();
-  arrays->log.reset(new LogEntry[std::max<std::size_t>(entries, 1)]);
+  arrays->log.reset(new std::byte[std::max<std::size_t>(entries, 1) * sizeof(LogEntry)]);
   arrays->tip_node.reset(new long long[std::max<std::size_t>(tips, 1)]);
   arrays->tip_active.reset(new unsigned char[std::max<std::size_t>(tips, 1)]);
-  staged->log = arrays->log.get();
+  staged->log = reinterpret_cast<LogEntry*>(arrays->log.get());
+  staged->rows = reinterpret_cast<SummaryRow*>(arrays->log.get());
   staged->tip_node = arrays->tip_node.get();
   staged->tip_active = arrays->tip_active.get();
   staged->memory = std::move(arrays);
@@ -198,24 +241,29 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
       if (abandoned.load(std::memory_order_relaxed)) return;  // the run is ending: skip the rest
       if (stop && stop()) throw Stopped();  // also while finish() waits for the last batches' rebuild
       RawRealisation& raw = finished[static_cast<std::size_t>(k)];
-      std::vector<Segment> log;
-      std::vector<std::int64_t> active;
-      if (raw.staged) {
-        const LogEntry* entries = raw.staged->log + raw.log_begin;
-        log.reserve(raw.log_size);
-        for (std::size_t e = 0; e < raw.log_size; ++e) {
-          const LogEntry& x = entries[e];
-          log.emplace_back(x.from, x.to, x.birth, x.generation, x.tip, static_cast<SegmentKind>(x.kind));
-        }
-        for (std::size_t t = raw.tip_begin; t < raw.tip_begin + raw.tips; ++t)
-          if (raw.staged->tip_active[t]) active.push_back(raw.staged->tip_node[t]);
-        raw.staged.reset();  // the chunk's host memory goes with its last realisation
-      }
       Realisation& r = out[static_cast<std::size_t>(raw.index)];
-      r = realisation_from_log(problem, seed + static_cast<std::uint64_t>(raw.index), raw.steps, raw.moves,
-                               raw.clipped, std::move(log), std::move(active));
+      const std::uint64_t seed_r = seed + static_cast<std::uint64_t>(raw.index);
+      if (raw.summary) {  // its log stayed on the GPU
+        r = from_summary(problem, seed_r, raw);
+        raw.staged.reset();
+      } else {
+        std::vector<Segment> log;
+        std::vector<std::int64_t> active;
+        if (raw.staged) {
+          const LogEntry* entries = raw.staged->log + raw.log_begin;
+          log.reserve(raw.log_size);
+          for (std::size_t e = 0; e < raw.log_size; ++e) {
+            const LogEntry& x = entries[e];
+            log.emplace_back(x.from, x.to, x.birth, x.generation, x.tip, static_cast<SegmentKind>(x.kind));
+          }
+          for (std::size_t t = raw.tip_begin; t < raw.tip_begin + raw.tips; ++t)
+            if (raw.staged->tip_active[t]) active.push_back(raw.staged->tip_node[t]);
+          raw.staged.reset();  // the chunk's host memory goes with its last realisation
+        }
+        r = realisation_from_log(problem, seed_r, raw.steps, raw.moves, raw.clipped, std::move(log), std::move(active));
+        if (keep_logs >= 0 && raw.index >= keep_logs) drop_logs(r);
+      }
       r.final_c = std::move(raw.final_c);
-      if (keep_logs >= 0 && raw.index >= keep_logs) drop_logs(r);
 #pragma omp critical(simkit_angio_hybrid_cuda_progress)
       {
         ++done;
@@ -235,7 +283,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             rebuilder.push(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies, stop, threads, pinned, initial_capacity.part);
+        timing, initial_capacity.row_copies, stop, threads, pinned, initial_capacity.part, keep_logs);
     if (timing) timing->batches += since(batches_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);
@@ -254,12 +302,15 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   }
   if (report) {
     const Timing& t = diagnostic;
-    std::fprintf(stderr,
-                 "simkit: hybrid cuda phases (s): setup %.4f, upload %.4f, allocate %.4f, kernel %.4f, download %.4f "
-                 "(of which waiting for a pinned slot %.4f, %d slots), rows %.4f, batches %.4f (freeing included), "
-                 "rebuild busy %.4f, waited for the rebuild %.4f, total %.4f (%d realisations)\n",
-                 t.setup, t.upload, t.allocate, t.kernel, t.download, t.slot_wait, t.slots, t.rows, t.batches,
-                 t.rebuild, t.finish, since(setup_start), replicates);
+    std::fprintf(
+        stderr,
+        "simkit: hybrid cuda phases (s): setup %.4f, upload %.4f, allocate %.4f, kernel %.4f, download %.4f "
+        "(of which waiting for a pinned slot %.4f, %d slots), rows %.4f, batches %.4f (freeing included), "
+        "rebuild busy %.4f, waited for the rebuild %.4f, total %.4f (%d realisations, %lld summarised); GPU: parts "
+        "%.4f, %lld chunks' kernels %.4f and copies %.4f; host: batches' prepare %.4f, release %.4f\n",
+        t.setup, t.upload, t.allocate, t.kernel, t.download, t.slot_wait, t.slots, t.rows, t.batches, t.rebuild,
+        t.finish, since(setup_start), replicates, t.summarised, t.parts_span, t.chunks, t.chunk_kernels, t.chunk_copies,
+        t.prepare, t.release);
   }
   return out;
 }
