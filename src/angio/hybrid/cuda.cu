@@ -839,6 +839,7 @@ class TimedEvent {
   TimedEvent(const TimedEvent&) = delete;
   TimedEvent& operator=(const TimedEvent&) = delete;
   void record(cudaStream_t stream) { SIMKIT_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void synchronize() const { SIMKIT_CUDA_CHECK(cudaEventSynchronize(event_)); }
   // Seconds from `start` to this (both complete).
   double since(const TimedEvent& start) const {
     float ms = 0;
@@ -946,6 +947,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
                       const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part,
                       int keep_logs) {
+  if (which.empty()) return;
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -1001,8 +1003,16 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   // Realisations that keep no log come down as their per-step rows, which the kernel writes as it
   // goes (Params::rows): kept for every realisation of the batch when any may want them, up to 2^16
   // steps (2 MiB a realisation; longer runs bring their logs down).
-  const long long row_stride =
-      keep_logs >= 0 && kp.last_step < (1LL << 16) && segments < std::numeric_limits<int>::max() ? kp.last_step + 1 : 0;
+  // Rows only where some realisation wants them, and no more rows than log entries a realisation
+  // may hold (at least 4096: the tests' tiny capacities), so that they never outweigh the log they
+  // replace (a long run of few tips brings its log down).
+  const bool some_summarised =
+      keep_logs >= 0 && std::any_of(which.begin(), which.end(), [&](int r) { return r >= keep_logs; });
+  const long long row_stride = some_summarised && kp.last_step < (1LL << 16) &&
+                                       kp.last_step + 1 <= std::max<long long>(segments, 4096) &&
+                                       segments < std::numeric_limits<int>::max()
+                                   ? kp.last_step + 1
+                                   : 0;
   const Capacity capacity{segments, tips, row_stride};
   const std::size_t free = ::simkit::cuda::current_device_memory().free;
   const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
@@ -1289,13 +1299,18 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                                         (part_end - part_begin) * sizeof(State), cudaMemcpyDeviceToHost, copy));
       copy.synchronize();
       local.download += since(download_start);
-      chunks(part_begin, part_end, row_stride > 0 && q + 1 < parts.size());
+      // (logs wait only when later parts hold summarised realisations: `which` ascends, so the
+      // batch's last one tells)
+      chunks(part_begin, part_end, row_stride > 0 && q + 1 < parts.size() && summarised(n - 1));
     }
     for (const auto& [b, e] : deferred) chunks(b, e, false);  // (every part has ended)
     release.start = Clock::now();
     if (parts_start) {  // (every part has ended: its chunks came down)
       double span = 0;
-      for (const auto& end : part_end) span = std::max(span, end->since(*parts_start));
+      for (const auto& end : part_end) {
+        end->synchronize();  // (its part_done was; this event follows it on the stream)
+        span = std::max(span, end->since(*parts_start));
+      }
       local.parts_span += span;
     }
   }
