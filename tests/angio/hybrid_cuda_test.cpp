@@ -73,6 +73,24 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
   EXPECT_GE(passing, 10);
 }
 
+// A run with more steps than a realisation's log may hold (here 2^15 to t_max, against 2^14 log
+// entries) keeps no rows: its realisations past keep_logs bring their logs down and drop them,
+// equal to the reference's all the same.
+TEST(AngioHybridCuda, LongRunsWithoutRowsStillDropTheLogs) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 gen(5);
+  HybridProblem p = test_choices::random_problem(gen, 0, 1.0, 1 << 15);
+  const int replicates = 6;
+  detail::hybrid_cuda::Timing timing;
+  const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 77, replicates, 0, {}, {}, &timing, {}, 0, 1);
+  EXPECT_EQ(timing.summarised, 0);
+  for (int r = 0; r < replicates; ++r) {
+    Realisation ref = run_hybrid_reference(p, 77 + static_cast<std::uint64_t>(r));
+    if (r >= 1) detail::drop_logs(ref);
+    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
+  }
+}
+
 // D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil
 // kernel between launches); realisations and realisation 0's final c field equal the reference's
 // bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities; odd
