@@ -1001,11 +1001,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   int hash_bits = 4;
   while ((1LL << hash_bits) < 2 * segments) ++hash_bits;
   // Realisations that keep no log come down as their per-step rows, which the kernel writes as it
-  // goes (Params::rows): kept for every realisation of the batch when any may want them, up to 2^16
-  // steps (2 MiB a realisation; longer runs bring their logs down).
-  // Rows only where some realisation wants them, and no more rows than log entries a realisation
-  // may hold (at least 4096: the tests' tiny capacities), so that they never outweigh the log they
-  // replace (a long run of few tips brings its log down).
+  // goes (Params::rows), kept for every realisation of the batch when any of them wants rows: up to
+  // 2^16 steps and no more rows than log entries a realisation may hold (at least 4096: the tests'
+  // tiny capacities), so that they never outweigh the log they replace (a long run of few tips
+  // brings its log down).
   const bool some_summarised =
       keep_logs >= 0 && std::any_of(which.begin(), which.end(), [&](int r) { return r >= keep_logs; });
   const long long row_stride = some_summarised && kp.last_step < (1LL << 16) &&

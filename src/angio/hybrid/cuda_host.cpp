@@ -138,13 +138,7 @@ Realisation from_summary(const HybridProblem& p, std::uint64_t seed, const RawRe
     // (the largest of h and every occupied node's i h, as realisation_from_log: i h grows with i)
     row.front = std::max(g.h, x.front_i * g.h);
   }
-  const MetricsRow& end = r.metrics.back();
-  r.branches = end.branches;
-  r.anastomoses = end.anastomoses;
-  for (int k = 0; k < kFusionKinds; ++k) r.anastomoses_by_kind[k] = end.anastomoses_by_kind[k];
-  r.sprouts = end.sprouts;
-  r.reached = end.front >= hybrid_reach_front(p);
-  r.reach_time = r.reached ? static_cast<double>(raw.steps) * p.dt : 0.0;
+  totals_from_metrics(p, r);
   return r;
 }
 

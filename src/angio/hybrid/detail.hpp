@@ -32,6 +32,10 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
                                  std::int64_t clipped_draws, std::vector<Segment> log,
                                  std::vector<std::int64_t> active_tip_nodes);
 
+// The realisation's totals (branches, anastomoses and their kinds, sprouts, reached and its
+// time) from its last metrics row and `steps`.
+void totals_from_metrics(const HybridProblem& p, Realisation& r);
+
 // A realisation without its logs (segments, occupied, branch and anastomosis points, active tips),
 // their memory freed: its counts and metrics stay.
 void drop_logs(Realisation& r);

@@ -434,13 +434,18 @@ Realisation realisation_from_log(const HybridProblem& p, std::uint64_t seed, std
     row.length = static_cast<double>(edges) * g.h;
     r.metrics.push_back(row);
   }
-  r.branches = row.branches;
-  r.anastomoses = row.anastomoses;
-  for (int k = 0; k < kFusionKinds; ++k) r.anastomoses_by_kind[k] = row.anastomoses_by_kind[k];
-  r.sprouts = row.sprouts;
-  r.reached = row.front >= hybrid_reach_front(p);
-  r.reach_time = r.reached ? static_cast<double>(steps) * p.dt : 0.0;
+  totals_from_metrics(p, r);
   return r;
+}
+
+void totals_from_metrics(const HybridProblem& p, Realisation& r) {
+  const MetricsRow& end = r.metrics.back();
+  r.branches = end.branches;
+  r.anastomoses = end.anastomoses;
+  for (int k = 0; k < kFusionKinds; ++k) r.anastomoses_by_kind[k] = end.anastomoses_by_kind[k];
+  r.sprouts = end.sprouts;
+  r.reached = end.front >= hybrid_reach_front(p);
+  r.reach_time = r.reached ? static_cast<double>(r.steps) * p.dt : 0.0;
 }
 
 }  // namespace detail
