@@ -6,6 +6,7 @@
 // AngioHybridBackend in hybrid_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -43,13 +44,26 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     // GPU (the ensemble kernel's per-step rows) and must equal the reference's with its logs dropped; keep_logs -1
     // (every log down), 0 (every realisation summarised) or 5 (chunks of both kinds), with either
     // download path.
-    const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, trial % 4 < 2 ? 5 : 0};
+    // With rows and parts of 5, the summarised parts take turns in two scratch slots of 5
+    // realisations (after the kept ones'), so that a realisation's hash table holds an earlier
+    // one's keys of an older epoch, which must read as empty; every fourth trial's tables are also
+    // cleared after every 3 launches (the epochs' wrap).
+    const int part = trial % 4 < 2 ? 5 : 0;
+    const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, part, trial % 4 == 1 ? 3 : 0};
     const int keep_logs = std::array{-1, 0, 5}[static_cast<std::size_t>(trial / 2 % 3)];
     detail::hybrid_cuda::Timing timing;
     const std::vector<Realisation> gpu =
         detail::hybrid_cuda::run(p, seed, replicates, 0, {}, capacity, &timing, {}, trial % 3, keep_logs);
     ASSERT_EQ(gpu.size(), static_cast<std::size_t>(replicates));
     EXPECT_EQ(timing.summarised, keep_logs < 0 ? 0 : replicates - keep_logs);
+    if (timing.summarised > 0 && part > 0) {
+      EXPECT_EQ(timing.scratch_rows, std::max(keep_logs, 0) + 2 * part) << "trial " << trial;
+    } else {
+      EXPECT_EQ(timing.scratch_rows, replicates) << "trial " << trial;
+    }
+    if (trial % 4 == 1) {
+      EXPECT_GE(timing.key_clears, 1) << "trial " << trial;
+    }
     std::int64_t segments = 0;
     for (int r = 0; r < replicates; ++r) {
       Realisation ref = run_hybrid_reference(p, seed + static_cast<std::uint64_t>(r));

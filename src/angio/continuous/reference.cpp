@@ -2,6 +2,7 @@
 #include <cmath>
 #include <numbers>
 #include <type_traits>
+#include <vector>
 
 #include "simkit/angio/angio.hpp"
 #include "angio/continuous/kernels.hpp"
@@ -22,26 +23,53 @@ Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin, int
   const double pi = std::numbers::pi;
   // A&C's circular tumour, made continuous: c = 1 within r <= 0.1, then ((nu - r)/(nu - 0.1))^2.
   const double nu = (std::sqrt(5.0) - 0.1) / (std::sqrt(5.0) - 1.0);
-  // Every node on its own: threads change no bit (large grids take seconds serially).
+  // The factors that depend on one coordinate only, once each (the same operations in the same
+  // order as a node's own evaluation: the same bits): x and the three profiles along it, y and
+  // sin(..y)^2 as sy * sy, z and sin(..z)^2.
+  std::vector<double> xs(static_cast<std::size_t>(g.nx)), c_x(xs.size()), f_x(xs.size()), n_x(xs.size());
+  std::vector<double> ys(static_cast<std::size_t>(g.ny)), sy_of(ys.size());
+  std::vector<double> zs(static_cast<std::size_t>(l_end - l_begin)), sz2_of(zs.size());
+  for (int i = 0; i < g.nx; ++i) {
+    const double x = lx > 0 ? i * g.h / lx : 0;
+    const auto k = static_cast<std::size_t>(i);
+    xs[k] = x;
+    c_x[k] = std::exp(-(1 - x) * (1 - x) / p.eps1);
+    f_x[k] = 0.75 * std::exp(-x * x / p.eps2);
+    n_x[k] = std::exp(-x * x / p.eps3);
+  }
+  for (int j = 0; j < g.ny; ++j) {
+    const double y = ly > 0 ? j * g.h / ly : 0;
+    ys[static_cast<std::size_t>(j)] = y;
+    sy_of[static_cast<std::size_t>(j)] = std::sin(p.sine_frequency * pi * y);
+  }
+  for (int l = l_begin; l < l_end; ++l) {
+    const double z = lz > 0 ? l * g.h / lz : 0, sz = std::sin(p.sine_frequency * pi * z);
+    zs[static_cast<std::size_t>(l - l_begin)] = z;
+    sz2_of[static_cast<std::size_t>(l - l_begin)] = g.nz > 1 ? sz * sz : 1.0;
+  }
+  // Every node on its own: threads change no bit.
 #pragma omp parallel for collapse(2) schedule(static)
   for (int l = l_begin; l < l_end; ++l)
-    for (int j = 0; j < g.ny; ++j)
+    for (int j = 0; j < g.ny; ++j) {
+      const double y = ys[static_cast<std::size_t>(j)], z = zs[static_cast<std::size_t>(l - l_begin)];
+      const double sy = sy_of[static_cast<std::size_t>(j)], sz2 = sz2_of[static_cast<std::size_t>(l - l_begin)];
       for (int i = 0; i < g.nx; ++i) {
-        const double x = lx > 0 ? i * g.h / lx : 0, y = ly > 0 ? j * g.h / ly : 0, z = lz > 0 ? l * g.h / lz : 0;
+        const auto k = static_cast<std::size_t>(i);
+        const double x = xs[k];
         const std::size_t id = g.index(i, j, l) - skip;
         double c;
         if (p.taf == InitialTaf::Linear) {
-          c = std::exp(-(1 - x) * (1 - x) / p.eps1);
+          c = c_x[k];
         } else {
           const double r =
               std::sqrt((1 - x) * (1 - x) + (y - 0.5) * (y - 0.5) + (g.nz > 1 ? (z - 0.5) * (z - 0.5) : 0.0));
           c = r <= 0.1 ? 1.0 : (r < nu ? ((nu - r) / (nu - 0.1)) * ((nu - r) / (nu - 0.1)) : 0.0);
         }
-        const double sy = std::sin(p.sine_frequency * pi * y), sz = std::sin(p.sine_frequency * pi * z);
         out.c[id] = static_cast<T>(c);
-        out.f[id] = static_cast<T>(0.75 * std::exp(-x * x / p.eps2));
-        out.n[id] = static_cast<T>(std::exp(-x * x / p.eps3) * sy * sy * (g.nz > 1 ? sz * sz : 1.0));
+        out.f[id] = static_cast<T>(f_x[k]);
+        out.n[id] = static_cast<T>(n_x[k] * sy * sy * sz2);
       }
+    }
   return out;
 }
 

@@ -40,6 +40,13 @@ namespace {
 
 enum Draw : std::uint32_t { kDrawMove = 0, kDrawBranch = 1, kDrawBranchDirection = 2 };  // = HybridPurpose
 constexpr unsigned kFull = 0xffffffffu;
+// D_c = 0 hash keys: (epoch << kEpochShift) + node + 1, where every launch has an epoch of its own,
+// greater than every earlier launch's of the same buffers (1, 2, ...; 0 is the buffers' zeroed
+// state). A key of an older epoch reads as an empty slot, so that a table needs no clearing between
+// the realisations that use it in turn (runs[] of a batch's parts, run_realisations). Nodes below
+// 2^40, epochs below 2^23: a key stays positive.
+constexpr int kEpochShift = 40;
+constexpr long long kMaxEpoch = (1LL << 23) - 1;
 
 struct Params {
   ModelParams model;
@@ -80,7 +87,7 @@ struct State {
 // occupied in plus 1, its owner (the sprout whose tip last stepped on it, or kVesselOwner) and that
 // tip's path position there; with Uptake::Tip also its updates so far and whether a tip is on it.
 struct Work {
-  long long* hash_key;  // D_c = 0: node + 1; 0: empty
+  long long* hash_key;  // D_c = 0: (the launch's epoch << kEpochShift) + node + 1; an older epoch (0 too): empty
   int* since;
   int* owner;
   int* position;
@@ -128,6 +135,7 @@ struct Realm {
   int* count_of;
   unsigned char* present_of;
   long long hash_mask;
+  long long tag;        // D_c = 0: the launch's epoch << kEpochShift (keys below it are empty slots)
   const double* c_now;  // kFields: c at the start of `step`
   long long step;
   unsigned char* edge_of;  // Params::rows: the edges at each slot (nullptr: none kept)
@@ -141,8 +149,8 @@ struct Realm {
       long long pos = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
       for (;;) {
         const long long k = key[pos];
-        if (k == node + 1) return pos;
-        if (k == 0) return -1;
+        if (k == tag + node + 1) return pos;
+        if (k < tag) return -1;  // empty: never used, or used by an earlier launch's realisation
         pos = (pos + 1) & hash_mask;
       }
     }
@@ -156,8 +164,8 @@ struct Realm {
       at = node;
     } else {
       at = static_cast<long long>(mix(static_cast<unsigned long long>(node)) & hash_mask);
-      while (key[at] != 0) at = (at + 1) & hash_mask;
-      key[at] = node + 1;
+      while (key[at] >= tag) at = (at + 1) & hash_mask;
+      key[at] = tag + node + 1;
       since_of[at] = 0;
       owner_of[at] = kVesselOwner;
       position_of[at] = 0;
@@ -255,12 +263,15 @@ __device__ double branch_probability(const Params& p, double c) {
 }
 
 // Advances warp `warp`'s realisation by up to `budget` steps (its state in w.state[warp]): batch
-// rows [first, end), one warp each.
+// rows [first, end), one warp each. Its tables, tips and log (D_c = 0: the scratch rows) are those of
+// row `scratch` + warp - first; its hash keys carry `epoch` (kEpochShift).
 template <bool kFields>
-__global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int first, int end, long long budget) {
+__global__ void __launch_bounds__(128)
+    advance_kernel(Params p, Work w, int first, int end, long long budget, int scratch, long long epoch) {
   const int warp = first + static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const int lane = static_cast<int>(threadIdx.x & 31);
   if (warp >= end) return;
+  const long long own = static_cast<long long>(scratch) + (warp - first);  // its scratch row
   State st = w.state[warp];
   if (st.finished) {
     if (lane == 0 && st.stepped) w.state[warp].stepped = 0;  // no stencil update for it any more
@@ -271,18 +282,19 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
   const long long table = kFields ? p.nodes : hash_size;  // slots per realisation
   const bool tip_uptake = p.rule.uptake == Uptake::Tip;
   Realm<kFields> realm{&p,
-                       kFields ? nullptr : w.hash_key + warp * hash_size,
-                       w.since + warp * table,
-                       w.owner + warp * table,
-                       w.position + warp * table,
-                       tip_uptake ? w.count + warp * table : nullptr,
-                       tip_uptake ? w.present + warp * table : nullptr,
+                       kFields ? nullptr : w.hash_key + own * hash_size,
+                       w.since + own * table,
+                       w.owner + own * table,
+                       w.position + own * table,
+                       tip_uptake ? w.count + own * table : nullptr,
+                       tip_uptake ? w.present + own * table : nullptr,
                        hash_size - 1,
+                       epoch << kEpochShift,
                        nullptr,
                        st.step,
-                       p.rows ? w.edge + warp * table : nullptr};
-  double* c_fields = kFields ? w.c + 2 * warp * p.nodes : nullptr;
-  const long long tip_base = static_cast<long long>(warp) * p.tip_capacity;
+                       p.rows ? w.edge + own * table : nullptr};
+  double* c_fields = kFields ? w.c + 2 * own * p.nodes : nullptr;
+  const long long tip_base = own * p.tip_capacity;
   long long* tip_node = w.tip_node + tip_base;
   long long* tip_previous = w.tip_previous + tip_base;
   long long* tip_age = w.tip_age + tip_base;
@@ -293,7 +305,7 @@ __global__ void __launch_bounds__(128) advance_kernel(Params p, Work w, int firs
   unsigned char* tip_active = w.tip_active + tip_base;
   int* active = w.active + tip_base;
   signed char* move = w.move + tip_base;
-  const long long log_base = static_cast<long long>(warp) * p.log_capacity;
+  const long long log_base = own * p.log_capacity;
   long long* log_from = w.log_from + log_base;
   long long* log_to = w.log_to + log_base;
   int* log_birth = w.log_birth + log_base;
@@ -694,25 +706,31 @@ struct Batch {
   cuda::DeviceBuffer<State> state;
   cuda::DeviceBuffer<SummaryRow> rows;
 
-  // Hash slots (D_c = 0) or the dense occupation tables and two c fields (D_c > 0).
-  static std::size_t bytes_per_realisation(const Capacity& c, int hash_bits, bool fields, bool tip_uptake,
-                                           long long nodes) {
+  // A batch has rows (a realisation's state, number and per-step rows) and scratch rows (the tables,
+  // tips and log a realisation uses while it runs). Row k's scratch is row k, except for the
+  // summarised realisations of a D_c = 0 batch, which take turns in a few (run_realisations).
+  // Scratch: hash slots (D_c = 0) or the dense occupation tables and two c fields (D_c > 0).
+  static std::size_t scratch_bytes(const Capacity& c, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
     const auto h = static_cast<std::size_t>(1) << hash_bits;
     const auto t = static_cast<std::size_t>(c.tips), s = static_cast<std::size_t>(c.segments);
     // since, owner, position (count, present) (edge)
     const std::size_t per_slot = 4 + 4 + 4 + (tip_uptake ? 5 : 0) + (c.rows > 0 ? 1 : 0);
     const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (per_slot + 16) : h * (8 + per_slot);
-    return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1) + sizeof(State) + 4 +
-           static_cast<std::size_t>(c.rows) * sizeof(SummaryRow);
+    return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1);
   }
-  void allocate(int count_, const Capacity& cap, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
-    const auto n = static_cast<std::size_t>(count_);
+  static std::size_t row_bytes(const Capacity& c) {
+    return sizeof(State) + 4 + static_cast<std::size_t>(c.rows) * sizeof(SummaryRow);
+  }
+  void allocate(int rows_, int scratch_, const Capacity& cap, int hash_bits, bool fields, bool tip_uptake,
+                long long nodes) {
+    const auto n = static_cast<std::size_t>(scratch_), r = static_cast<std::size_t>(rows_);
     const std::size_t t = n * static_cast<std::size_t>(cap.tips), s = n * static_cast<std::size_t>(cap.segments);
     const std::size_t slots = fields ? n * static_cast<std::size_t>(nodes) : n << hash_bits;
     if (fields) {
       c.resize(2 * n * static_cast<std::size_t>(nodes));
     } else {
       hash_key.resize(slots);
+      hash_key.fill_zero();  // (every slot empty, epoch 0: no launch's)
     }
     since.resize(slots);
     owner.resize(slots);
@@ -723,7 +741,7 @@ struct Batch {
     }
     if (cap.rows > 0) {
       edge.resize(slots);
-      rows.resize(n * static_cast<std::size_t>(cap.rows));
+      rows.resize(r * static_cast<std::size_t>(cap.rows));
       rows.fill_zero();  // (the rows past a realisation's last step come down too, never read)
     }
     tip_node.resize(t);
@@ -742,8 +760,8 @@ struct Batch {
     log_generation.resize(s);
     log_tip.resize(s);
     log_kind.resize(s);
-    state.resize(n);
-    which.resize(n);
+    state.resize(r);
+    which.resize(r);
     // Zeroed once here, so that no uninitialised device memory is ever read (compute-sanitizer
     // initcheck). The downloads read only each realisation's written entries now (pack_kernel), but
     // a build without this zeroing (and with the packed entries' padding unwritten) drew 723 799
@@ -757,20 +775,17 @@ struct Batch {
     for (auto* b : {&tip_active, &log_kind}) b->fill_zero();
     move.fill_zero();
   }
-  // Empty tables for `n` realisations (D_c > 0: every node free, owned by nobody).
-  void clear(std::size_t n, std::size_t slots_each, bool fields) {
-    const std::size_t slots = n * slots_each;
-    if (fields) {
-      SIMKIT_CUDA_CHECK(cudaMemsetAsync(since.data(), 0, slots * sizeof(int)));
-      SIMKIT_CUDA_CHECK(cudaMemsetAsync(owner.data(), 0xff, slots * sizeof(int)));  // kVesselOwner = -1
-      if (count.size() > 0) {
-        SIMKIT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, slots * sizeof(int)));
-        SIMKIT_CUDA_CHECK(cudaMemsetAsync(present.data(), 0, slots));
-      }
-      if (edge.size() > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(edge.data(), 0, slots));  // (a hash slot's when made)
-    } else {
-      SIMKIT_CUDA_CHECK(cudaMemsetAsync(hash_key.data(), 0, slots * sizeof(long long)));
+  // D_c > 0: empty tables for `n` realisations (every node free, owned by nobody). (D_c = 0 tables
+  // need no clearing: a launch's keys carry its epoch, kEpochShift.)
+  void clear_fields(std::size_t n, std::size_t nodes) {
+    const std::size_t slots = n * nodes;
+    SIMKIT_CUDA_CHECK(cudaMemsetAsync(since.data(), 0, slots * sizeof(int)));
+    SIMKIT_CUDA_CHECK(cudaMemsetAsync(owner.data(), 0xff, slots * sizeof(int)));  // kVesselOwner = -1
+    if (count.size() > 0) {
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, slots * sizeof(int)));
+      SIMKIT_CUDA_CHECK(cudaMemsetAsync(present.data(), 0, slots));
     }
+    if (edge.size() > 0) SIMKIT_CUDA_CHECK(cudaMemsetAsync(edge.data(), 0, slots));
   }
   Work work() {
     Work w{};
@@ -946,7 +961,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
                       const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part,
-                      int keep_logs) {
+                      int keep_logs, long long epochs) {
   if (which.empty()) return;
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
@@ -995,6 +1010,9 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   p.f0 = f0.data();
   p.seed = kp.seed;
   p.nodes = static_cast<long long>(c0_host.size());
+  if (!fields && p.nodes >= (1LL << kEpochShift) - 1) {
+    throw UserError("grid", " cuda: the hybrid backend's hash keys hold grids of fewer than 2^40 nodes");
+  }
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
   local.upload += since(upload_start);
   // (at most half full: `hashed` past half the slots overflows, like a log past its capacity)
@@ -1015,23 +1033,47 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Capacity capacity{segments, tips, row_stride};
   const std::size_t free = ::simkit::cuda::current_device_memory().free;
   const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
-  const std::size_t per = Batch::bytes_per_realisation(capacity, hash_bits, fields, tip_uptake, p.nodes);
-  const auto fit = static_cast<long long>(static_cast<double>(free) * 0.6 / static_cast<double>(per));
+  const std::size_t scratch_each = Batch::scratch_bytes(capacity, hash_bits, fields, tip_uptake, p.nodes);
+  const std::size_t row_each = Batch::row_bytes(capacity);
+  const std::size_t per = scratch_each + row_each;
+  const double budget = static_cast<double>(free) * 0.6;
+  const auto fit = static_cast<long long>(budget / static_cast<double>(per));
   if (fit < 1) {
     throw UserError("backend", " cuda: one realisation needs " + std::to_string(per >> 20) + " MiB of GPU memory (" +
                     std::to_string(segments) + " segments, " + std::to_string(tips) + " tips" +
                     (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
                     " MiB are free; lower `t_max` or `max_tips`, or use `backend` cpu");
   }
+  // D_c = 0 with rows: the summarised realisations (which keep no log) run in parts of `part_size`
+  // on two streams, and each stream's parts take turns in one set of scratch rows, after those of
+  // the realisations that keep their logs (`kept`, the first of `which`, which ascends; their logs
+  // are packed after the last part): the device memory allocated, zeroed and freed is what two
+  // parts use, whatever the ensemble's size (two parts of 8192 at 1.35 MB each with the default
+  // capacities: 22 GB instead of 1.35 MB a realisation). Parts of an eighth of the realisations
+  // (a batch's with D_c = 0 and no rows), 4096 to 8192 (enough warps to fill the GPU, whose
+  // 8448 resident warps at most are about 4000 for this kernel).
+  const auto total = static_cast<long long>(which.size());
+  const auto kept = static_cast<long long>(
+      row_stride > 0 ? std::count_if(which.begin(), which.end(), [&](int r) { return r < keep_logs; }) : total);
+  const long long shared_part = part > 0 ? part : std::clamp<long long>((total - kept + 7) / 8, 4096, 8192);
+  const long long ring_rows = kept + std::min(2 * shared_part, total - kept);
+  const bool ring =
+      !fields && row_stride > 0 && kept < total &&
+      static_cast<double>(ring_rows) * static_cast<double>(scratch_each) + static_cast<double>(row_each) <= budget;
   // Batches of equal size (the fewest that fit): the device memory allocated, zeroed and freed is
   // what the realisations use, not the most that fits.
-  const long long most = std::min<long long>(fit, fields ? 65535LL : 1LL << 30);
-  const auto total = static_cast<long long>(which.size());
+  const long long most =
+      ring ? std::min<long long>(
+                 static_cast<long long>((budget - static_cast<double>(ring_rows) * static_cast<double>(scratch_each)) /
+                                        static_cast<double>(row_each)),
+                 std::numeric_limits<int>::max() / 2)
+           : std::min<long long>(fit, fields ? 65535LL : 1LL << 30);
   const long long batches = (total + most - 1) / most;
   const int batch_size = static_cast<int>(std::max<long long>(1, (total + batches - 1) / batches));
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;
-  batch.allocate(batch_size, capacity, hash_bits, fields, tip_uptake, p.nodes);
+  batch.allocate(batch_size, ring ? static_cast<int>(ring_rows) : batch_size, capacity, hash_bits, fields, tip_uptake,
+                 p.nodes);
   // D_c > 0 on Hopper with an even nx: the TMA-staged stencil over every c field of the batch.
   cuda::DeviceBuffer<CUtensorMap> c_map;
   // (The tensor's plane coordinates are 32-bit: every realisation's two fields must fit.)
@@ -1046,6 +1088,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       c_map.upload(&map, 1);
   }
   local.allocate += since(allocate_start);
+  local.scratch_rows = ring ? ring_rows : batch_size;
   p.log_capacity = segments;
   p.tip_capacity = static_cast<int>(tips);
   p.hash_bits = hash_bits;
@@ -1076,8 +1119,12 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   // priority: its pack kernels would otherwise wait for SMs behind the parts' queued blocks (the
   // download phase of 10^5 realisations on an H200: 0.45-0.53 s without, 0.32-0.41 s with it).
   // Declared after every device buffer they use: destroyed (each synchronised) before those are freed.
-  const cuda::Stream runs[2];
+  // (runs[2]: the realisations that keep their logs, beside the summarised parts, when they share
+  // scratch rows)
+  const cuda::Stream runs[3];
   const cuda::Stream copy{cuda::Stream::HighPriority{}};
+  long long epoch = 0;  // the last launch's (kEpochShift)
+  const long long last_epoch = epochs > 0 ? std::min(epochs, kMaxEpoch) : kMaxEpoch;
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
     const Clock::time_point prepare_start = Clock::now();
@@ -1087,8 +1134,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     SIMKIT_CUDA_CHECK(cudaMemcpy(batch.which.data(), which.data() + first, n * sizeof(int), cudaMemcpyHostToDevice));
     SIMKIT_CUDA_CHECK(cudaMemsetAsync(batch.state.data(), 0, n * sizeof(State)));
     const auto nodes = static_cast<std::size_t>(p.nodes);
-    batch.clear(n, fields ? nodes : std::size_t{1} << hash_bits, fields);
     if (fields) {
+      batch.clear_fields(n, nodes);
       for (std::size_t k = 0; k < n; ++k) {
         SIMKIT_CUDA_CHECK(cudaMemcpyAsync(batch.c.data() + 2 * k * nodes, c0.data(), nodes * sizeof(double),
                                           cudaMemcpyDeviceToDevice));
@@ -1101,13 +1148,33 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
     // D_c = 0: the batch runs in parts, each a launch of its own on one of two streams (a part's
     // tail overlaps the next part's start), queued at once; each part's logs come down and are
     // rebuilt on the host while the GPU runs the parts after it, so that the host's share (most of
-    // it the rebuild) hides behind the kernel instead of following it (docs/performance.md). Parts
-    // of an eighth of the batch, at least 4096 realisations (enough warps to fill the GPU).
-    // D_c > 0 (a launch per step and the stencil between) runs as one part.
-    std::vector<std::pair<std::size_t, std::size_t>> parts;
-    const std::size_t part_size =
-        fields ? n : (part > 0 ? static_cast<std::size_t>(part) : std::max<std::size_t>((n + 7) / 8, 4096));
-    for (std::size_t b = 0; b < n; b += part_size) parts.emplace_back(b, std::min(n, b + part_size));
+    // it the rebuild) hides behind the kernel instead of following it (docs/performance.md). With
+    // `ring`, the batch's realisations that keep their logs (its first) are a part of their own on
+    // a third stream, and the summarised parts alternate between two scratch slots after theirs,
+    // one a stream (a stream's parts run in turn). D_c > 0 (a launch per step and the stencil
+    // between) runs as one part.
+    struct Part {
+      std::size_t begin, end, scratch;
+      int stream;
+    };
+    std::vector<Part> parts;
+    if (fields) {
+      parts.push_back({0, n, 0, 0});
+    } else if (ring) {
+      std::size_t b = 0;
+      while (b < n && which[first + b] < keep_logs) ++b;
+      if (b > 0) parts.push_back({0, b, 0, 2});
+      for (std::size_t q = 0; b < n; b += static_cast<std::size_t>(shared_part), ++q) {
+        parts.push_back({b, std::min(n, b + static_cast<std::size_t>(shared_part)),
+                         static_cast<std::size_t>(kept) + (q % 2) * static_cast<std::size_t>(shared_part),
+                         static_cast<int>(q % 2)});
+      }
+    } else {
+      const std::size_t part_size =
+          part > 0 ? static_cast<std::size_t>(part) : std::max<std::size_t>((n + 7) / 8, 4096);
+      for (std::size_t b = 0, q = 0; b < n; b += part_size, ++q)
+        parts.push_back({b, std::min(n, b + part_size), b, static_cast<int>(q % 2)});
+    }
     std::vector<cuda::Event> part_done(fields ? 0 : parts.size());
     // (with a Timing: the parts' first start and each part's end, for parts_span)
     std::unique_ptr<TimedEvent> parts_start;
@@ -1120,11 +1187,20 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
         parts_start->record(runs[0]);
       }
       for (std::size_t q = 0; q < parts.size(); ++q) {
-        const auto [b, e] = parts[q];
-        const cudaStream_t run = runs[q % 2];
-        const int part_blocks = static_cast<int>(((e - b) * 32 + threads - 1) / threads);
-        advance_kernel<false>
-            <<<part_blocks, threads, 0, run>>>(p, batch.work(), static_cast<int>(b), static_cast<int>(e), p.last_step);
+        const Part& part_q = parts[q];
+        const cudaStream_t run = runs[part_q.stream];
+        if (epoch == last_epoch) {  // (2^23 launches: never but in tests) every key empty again, epochs anew
+          SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+          batch.hash_key.fill_zero();
+          SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+          epoch = 0;
+          ++local.key_clears;
+        }
+        ++epoch;
+        const int part_blocks = static_cast<int>(((part_q.end - part_q.begin) * 32 + threads - 1) / threads);
+        advance_kernel<false><<<part_blocks, threads, 0, run>>>(p, batch.work(), static_cast<int>(part_q.begin),
+                                                                static_cast<int>(part_q.end), p.last_step,
+                                                                static_cast<int>(part_q.scratch), epoch);
         SIMKIT_CUDA_CHECK_LAUNCH();
         part_done[q].record(run);
         if (timing) {
@@ -1138,7 +1214,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       const dim3 grid(static_cast<unsigned>(tiles_x * ((p.ny + detail::StageTile::kY - 1) / detail::StageTile::kY)), 1,
                       static_cast<unsigned>(count));
       for (long long s = 0; s < p.last_step; ++s) {
-        advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 1);
+        advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 1, 0, 0);
         SIMKIT_CUDA_CHECK_LAUNCH();
         if (c_map.size() > 0) {
           diffuse_tma_kernel<<<grid, detail::StageTile::kThreads, kTmaSmem>>>(p, batch.work(), tiles_x, c_map.data());
@@ -1153,7 +1229,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
           if (std::all_of(state.begin(), state.end(), [](const State& st) { return st.finished != 0; })) break;
         }
       }
-      advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 0);  // marks the last ones finished
+      advance_kernel<true><<<blocks, threads>>>(p, batch.work(), 0, count, 0, 0, 0);  // marks the last ones finished
       SIMKIT_CUDA_CHECK_LAUNCH();
       SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
       local.kernel += since(kernel_start);
@@ -1286,7 +1362,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
       }
     };
     for (std::size_t q = 0; q < parts.size(); ++q) {
-      const auto [part_begin, part_end] = parts[q];
+      const std::size_t part_begin = parts[q].begin, part_end = parts[q].end;
       if (!fields) {  // (the time the host waits for the GPU)
         const Clock::time_point wait_start = Clock::now();
         part_done[q].synchronize();

@@ -112,6 +112,8 @@ struct Timing {
   // from the end of the last batch until its buffers are freed.
   double prepare = 0, release = 0;
   long long chunks = 0;
+  long long scratch_rows = 0;  // the most realisations' tables, tips and logs allocated at once
+  long long key_clears = 0;    // D_c = 0 hash tables cleared when the launches' epochs ran out
   // Another call's times (setup, batches, rebuild, finish and release are the caller's or summed apart).
   void add(const Timing& t) {
     upload += t.upload;
@@ -127,6 +129,8 @@ struct Timing {
     chunk_kernels += t.chunk_kernels;
     chunk_copies += t.chunk_copies;
     chunks += t.chunks;
+    scratch_rows = scratch_rows > t.scratch_rows ? scratch_rows : t.scratch_rows;
+    key_clears += t.key_clears;
   }
 };
 
@@ -142,13 +146,14 @@ struct Timing {
 // `part`: realisations a part of a D_c = 0 batch (tests: many parts on few realisations); 0 the
 // default (an eighth of the batch, at least 4096).
 // `keep_logs`: realisations r >= keep_logs (when >= 0) come down summarised (RawRealisation::summary),
-// their logs never leaving the GPU; -1: every realisation with its log.
+// their logs never leaving the GPU; -1: every realisation with its log. `epochs`: D_c = 0 launches
+// before the hash tables are cleared (0: the most the keys hold; tests pass a few).
 class PinnedChunks;
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
                       const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int part,
-                      int keep_logs);
+                      int keep_logs, long long epochs = 0);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

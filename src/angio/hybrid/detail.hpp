@@ -68,6 +68,7 @@ struct Capacity {
   std::int64_t tips = 1 << 12;
   bool row_copies = false;  // tests: download each realisation's log on its own (chunks of one)
   int part = 0;             // tests: realisations a part of a D_c = 0 batch (0: the default, run_realisations)
+  long long epochs = 0;     // tests: launches before the D_c = 0 hash keys are cleared (0: the default, 2^23 - 1)
 };
 struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
