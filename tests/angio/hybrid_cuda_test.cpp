@@ -105,6 +105,29 @@ TEST(AngioHybridCuda, LongRunsWithoutRowsStillDropTheLogs) {
   }
 }
 
+// Page-locked host memory that cannot be had (a chunk slot of 2^40 log entries, 32 TiB, which
+// cudaMallocHost refuses): every chunk comes down into pageable memory instead, no slot is made,
+// and the realisations are the reference's all the same (logs and rows, several chunks of each).
+TEST(AngioHybridCuda, NoPageLockedMemoryFallsBackToPageable) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 gen(11);
+  const HybridProblem p = test_choices::random_problem(gen, 1, 1.0, 300);
+  const int replicates = 30;
+  detail::hybrid_cuda::Capacity capacity;
+  capacity.part = 4;
+  capacity.pinned_entries = std::size_t{1} << 40;
+  detail::hybrid_cuda::Timing timing;
+  const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 5, replicates, 0, {}, capacity, &timing, {}, 0, 6);
+  EXPECT_EQ(timing.slots, 0);
+  EXPECT_GE(timing.chunks, 2);  // (the kept logs, then the rows part by part)
+  EXPECT_EQ(timing.summarised, replicates - 6);
+  for (int r = 0; r < replicates; ++r) {
+    Realisation ref = run_hybrid_reference(p, 5 + static_cast<std::uint64_t>(r));
+    if (r >= 6) detail::drop_logs(ref);
+    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
+  }
+}
+
 // D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil
 // kernel between launches); realisations and realisation 0's final c field equal the reference's
 // bit for bit (the same diffused_c, --fmad=false). 2D and 3D, with uptake, tiny capacities; odd

@@ -692,7 +692,7 @@ __global__ void __launch_bounds__(detail::StageTile::kThreads)
 }
 
 // Device memory of one batch of realisations (rows: per-step rows a realisation, 0 for none).
-struct Capacity {
+struct Sizes {
   long long segments, tips, rows;
 };
 
@@ -710,7 +710,7 @@ struct Batch {
   // tips and log a realisation uses while it runs). Row k's scratch is row k, except for the
   // summarised realisations of a D_c = 0 batch, which take turns in a few (run_realisations).
   // Scratch: hash slots (D_c = 0) or the dense occupation tables and two c fields (D_c > 0).
-  static std::size_t scratch_bytes(const Capacity& c, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
+  static std::size_t scratch_bytes(const Sizes& c, int hash_bits, bool fields, bool tip_uptake, long long nodes) {
     const auto h = static_cast<std::size_t>(1) << hash_bits;
     const auto t = static_cast<std::size_t>(c.tips), s = static_cast<std::size_t>(c.segments);
     // since, owner, position (count, present) (edge)
@@ -718,10 +718,10 @@ struct Batch {
     const std::size_t table = fields ? static_cast<std::size_t>(nodes) * (per_slot + 16) : h * (8 + per_slot);
     return table + t * (8 + 8 + 8 + 4 + 4 + 4 + 4 + 1 + 4 + 1) + s * (8 + 8 + 4 + 4 + 4 + 1);
   }
-  static std::size_t row_bytes(const Capacity& c) {
+  static std::size_t row_bytes(const Sizes& c) {
     return sizeof(State) + 4 + static_cast<std::size_t>(c.rows) * sizeof(SummaryRow);
   }
-  void allocate(int rows_, int scratch_, const Capacity& cap, int hash_bits, bool fields, bool tip_uptake,
+  void allocate(int rows_, int scratch_, const Sizes& cap, int hash_bits, bool fields, bool tip_uptake,
                 long long nodes) {
     const auto n = static_cast<std::size_t>(scratch_), r = static_cast<std::size_t>(rows_);
     const std::size_t t = n * static_cast<std::size_t>(cap.tips), s = n * static_cast<std::size_t>(cap.segments);
@@ -895,11 +895,13 @@ class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
   std::size_t tips() const { return tips_; }
 
   // A slot for the next chunk; `waited` gains the seconds spent waiting for the rebuild to hand one
-  // back, `made` is set to the slots allocated so far.
+  // back, `made` is set to the slots allocated so far. nullptr when page-locked memory ran out
+  // (cudaMallocHost failed, now or before, and no slot is free): the caller takes pageable memory.
   std::shared_ptr<StagedLogs> take(const StopCallback& stop, double& waited, int& made) {
     std::unique_ptr<Slot> slot;
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      if (free_.empty() && exhausted_) return nullptr;
       if (free_.empty() && made_ >= kSlots) {
         const auto start = std::chrono::steady_clock::now();
         // (The rebuild hands every slot back, also after an error or a stop, when it drops what it
@@ -919,10 +921,18 @@ class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
       made = made_;
     }
     if (!slot) {
-      slot = std::make_unique<Slot>();
-      slot->log.resize(entries_);
-      slot->tip_node.resize(tips_);
-      slot->tip_active.resize(tips_);
+      try {
+        slot = std::make_unique<Slot>();
+        slot->log.resize(entries_);
+        slot->tip_node.resize(tips_);
+        slot->tip_active.resize(tips_);
+      } catch (const DeviceMemoryError&) {  // (cudaMallocHost: out of page-locked host memory)
+        const std::lock_guard<std::mutex> lock(mutex_);
+        --made_;
+        exhausted_ = true;
+        made = made_;
+        return nullptr;
+      }
     }
     auto staged = std::make_shared<StagedLogs>();
     staged->log = slot->log.data();
@@ -954,14 +964,17 @@ class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
   std::condition_variable back_;
   std::vector<std::unique_ptr<Slot>> free_;
   int made_ = 0;
+  bool exhausted_ = false;  // a slot's allocation failed: no more are tried
 };
 
 void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned, int part,
-                      int keep_logs, long long epochs) {
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing, const Capacity& knobs,
+                      const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned,
+                      int keep_logs) {
+  const bool row_copies = knobs.row_copies;
+  const int part = knobs.part;
   if (which.empty()) return;
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
@@ -1030,7 +1043,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
                                        segments < std::numeric_limits<int>::max()
                                    ? kp.last_step + 1
                                    : 0;
-  const Capacity capacity{segments, tips, row_stride};
+  const Sizes capacity{segments, tips, row_stride};
   const std::size_t free = ::simkit::cuda::current_device_memory().free;
   const bool tip_uptake = kp.rule.uptake == Uptake::Tip;
   const std::size_t scratch_each = Batch::scratch_bytes(capacity, hash_bits, fields, tip_uptake, p.nodes);
@@ -1113,7 +1126,10 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   packed_tip_active.resize(chunk_tips);
   packed_offsets.resize(2 * static_cast<std::size_t>(batch_size) + 2);
   // The host side of the chunks' downloads: the caller's pool, kept across calls.
-  if (!pinned) pinned = std::make_shared<PinnedChunks>(device, chunk_entries, chunk_tips);
+  if (!pinned) {
+    pinned = std::make_shared<PinnedChunks>(device, knobs.pinned_entries > 0 ? knobs.pinned_entries : chunk_entries,
+                                            chunk_tips);
+  }
   // The parts' launches (two streams) and the downloads (one), none of them the legacy default
   // stream, which would order each against the others. The downloads' stream has the greatest
   // priority: its pack kernels would otherwise wait for SMs behind the parts' queued blocks (the
@@ -1124,7 +1140,7 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const cuda::Stream runs[3];
   const cuda::Stream copy{cuda::Stream::HighPriority{}};
   long long epoch = 0;  // the last launch's (kEpochShift)
-  const long long last_epoch = epochs > 0 ? std::min(epochs, kMaxEpoch) : kMaxEpoch;
+  const long long last_epoch = knobs.epochs > 0 ? std::min(knobs.epochs, kMaxEpoch) : kMaxEpoch;
   for (std::size_t first = 0; first < which.size(); first += static_cast<std::size_t>(batch_size)) {
     if (stop && stop()) throw Stopped();
     const Clock::time_point prepare_start = Clock::now();
@@ -1302,7 +1318,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
         if (marks) marks[1].record(copy);
         std::shared_ptr<StagedLogs> staged = entries <= pinned->entries() && tip_rows <= pinned->tips()
                                                  ? pinned->take(stop, local.slot_wait, local.slots)
-                                                 : make_staged(entries, tip_rows, host_threads);
+                                                 : nullptr;
+        if (!staged) staged = make_staged(entries, tip_rows, host_threads);  // (too large, or no page-locked memory)
         if (summary) {
           SIMKIT_CUDA_CHECK(cudaMemcpyAsync(staged->rows, batch.rows.data() + first_k * stride,
                                             entries * sizeof(SummaryRow), cudaMemcpyDeviceToHost, copy));

@@ -8,9 +8,10 @@
 #include <memory>
 #include <vector>
 
-#include "simkit/core/backend.hpp"
-#include "simkit/angio/hybrid_rules.hpp"
+#include "angio/hybrid/detail.hpp"
 #include "angio/model.hpp"
+#include "simkit/angio/hybrid_rules.hpp"
+#include "simkit/core/backend.hpp"
 
 namespace simkit::angio::detail::hybrid_cuda {
 
@@ -146,14 +147,13 @@ struct Timing {
 // `part`: realisations a part of a D_c = 0 batch (tests: many parts on few realisations); 0 the
 // default (an eighth of the batch, at least 4096).
 // `keep_logs`: realisations r >= keep_logs (when >= 0) come down summarised (RawRealisation::summary),
-// their logs never leaving the GPU; -1: every realisation with its log. `epochs`: D_c = 0 launches
-// before the hash tables are cleared (0: the most the keys hold; tests pass a few).
+// their logs never leaving the GPU; -1: every realisation with its log. `knobs`: row_copies, part,
+// epochs and pinned_entries of Capacity (detail.hpp; its capacities are `segments` and `tips`).
 class PinnedChunks;
 void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
-                      const std::function<void(RawRealisation&&)>& done, Timing* timing, bool row_copies,
-                      const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int part,
-                      int keep_logs, long long epochs = 0);
+                      const std::function<void(RawRealisation&&)>& done, Timing* timing, const Capacity& knobs,
+                      const StopCallback& stop, int threads, std::shared_ptr<PinnedChunks>& pinned, int keep_logs);
 
 }  // namespace simkit::angio::detail::hybrid_cuda

@@ -230,9 +230,9 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
   // holds and are freed here, on this thread.
   std::shared_ptr<PinnedChunks> pinned;
   // (SIMKIT_HYBRID_PART, for measurements: realisations a D_c = 0 part, as Capacity::part)
-  int part = initial_capacity.part;
-  if (const char* env = std::getenv("SIMKIT_HYBRID_PART"); part == 0 && env != nullptr)
-    part = std::max(0, std::atoi(env));
+  Capacity knobs = initial_capacity;
+  if (const char* env = std::getenv("SIMKIT_HYBRID_PART"); knobs.part == 0 && env != nullptr)
+    knobs.part = std::max(0, std::atoi(env));
   Rebuilder rebuilder([&](std::vector<RawRealisation>& finished, const std::atomic<bool>& abandoned) {
     const auto count = static_cast<std::int64_t>(finished.size());
     parallel_for(0, count, Schedule{threads, 4}, [&](std::int64_t k) {
@@ -281,7 +281,7 @@ std::vector<Realisation> run(const HybridProblem& problem, std::uint64_t seed, i
             rebuilder.push(std::move(raw));
           }
         },
-        timing, initial_capacity.row_copies, stop, threads, pinned, part, keep_logs, initial_capacity.epochs);
+        timing, knobs, stop, threads, pinned, keep_logs);
     if (timing) timing->batches += since(batches_start);
     std::sort(overflowed.begin(), overflowed.end());
     pending = std::move(overflowed);

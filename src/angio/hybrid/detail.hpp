@@ -1,6 +1,7 @@
 #pragma once
 // Internals of the hybrid model shared by its backends: the initial sprouts, the branching
 // table, and the segment log from which the realisations are built.
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -69,6 +70,7 @@ struct Capacity {
   bool row_copies = false;  // tests: download each realisation's log on its own (chunks of one)
   int part = 0;             // tests: realisations a part of a D_c = 0 batch (0: the default, run_realisations)
   long long epochs = 0;     // tests: launches before the D_c = 0 hash keys are cleared (0: the default, 2^23 - 1)
+  std::size_t pinned_entries = 0;  // tests: log entries a page-locked chunk slot (0: a chunk's; huge: none can be had)
 };
 struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
