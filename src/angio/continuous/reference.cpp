@@ -10,15 +10,11 @@
 
 namespace simkit::angio {
 
+namespace detail {
+
 template <class T>
-Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin, int l_end) {
-  if (l_end < 0) l_end = g.nz;
-  const std::size_t values = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_end - l_begin);
+void fill_initial_fields(const Grid& g, const InitialParams& p, int l_begin, int l_end, T* n, T* f, T* c_out) {
   const std::size_t skip = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_begin);
-  Fields<T> out;
-  out.n.resize(values);
-  out.f.resize(values);
-  out.c.resize(values);
   const double lx = (g.nx - 1) * g.h, ly = (g.ny - 1) * g.h, lz = (g.nz - 1) * g.h;
   const double pi = std::numbers::pi;
   // A&C's circular tumour, made continuous: c = 1 within r <= 0.1, then ((nu - r)/(nu - 0.1))^2.
@@ -65,11 +61,26 @@ Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin, int
               std::sqrt((1 - x) * (1 - x) + (y - 0.5) * (y - 0.5) + (g.nz > 1 ? (z - 0.5) * (z - 0.5) : 0.0));
           c = r <= 0.1 ? 1.0 : (r < nu ? ((nu - r) / (nu - 0.1)) * ((nu - r) / (nu - 0.1)) : 0.0);
         }
-        out.c[id] = static_cast<T>(c);
-        out.f[id] = static_cast<T>(f_x[k]);
-        out.n[id] = static_cast<T>(n_x[k] * sy * sy * sz2);
+        c_out[id] = static_cast<T>(c);
+        f[id] = static_cast<T>(f_x[k]);
+        if (n != nullptr) n[id] = static_cast<T>(n_x[k] * sy * sy * sz2);
       }
     }
+}
+template void fill_initial_fields<float>(const Grid&, const InitialParams&, int, int, float*, float*, float*);
+template void fill_initial_fields<double>(const Grid&, const InitialParams&, int, int, double*, double*, double*);
+
+}  // namespace detail
+
+template <class T>
+Fields<T> initial_fields(const Grid& g, const InitialParams& p, int l_begin, int l_end) {
+  if (l_end < 0) l_end = g.nz;
+  const std::size_t values = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_end - l_begin);
+  Fields<T> out;
+  out.n.resize(values);
+  out.f.resize(values);
+  out.c.resize(values);
+  detail::fill_initial_fields(g, p, l_begin, l_end, out.n.data(), out.f.data(), out.c.data());
   return out;
 }
 

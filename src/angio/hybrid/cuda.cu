@@ -967,7 +967,7 @@ class PinnedChunks : public std::enable_shared_from_this<PinnedChunks> {
   bool exhausted_ = false;  // a slot's allocation failed: no more are tried
 };
 
-void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_host, const std::vector<double>& f0_host,
+void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, std::span<const double> f0_host,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, const Capacity& knobs,
@@ -993,8 +993,8 @@ void run_realisations(const KernelProblem& kp, const std::vector<double>& c0_hos
   const Clock::time_point upload_start = Clock::now();
   const bool fields = kp.model.taf_diffusion > 0;
   cuda::DeviceBuffer<double> c0, f0;
-  c0.upload(c0_host);
-  f0.upload(f0_host);
+  c0.upload(c0_host.data(), c0_host.size());
+  f0.upload(f0_host.data(), f0_host.size());
   cuda::DeviceBuffer<long long> d_sprout_node, d_sprout_previous;
   d_sprout_node.upload(sprout_node);
   d_sprout_previous.upload(sprout_previous);

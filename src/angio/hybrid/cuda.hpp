@@ -2,10 +2,11 @@
 // The hybrid model's GPU kernel behind a narrow interface of plain arrays (no std::vector of the
 // model's own types: nvcc 12's front end cannot instantiate those with GCC 12's C++20 library).
 // cuda_host.cpp builds the realisations from what it returns.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "angio/hybrid/detail.hpp"
@@ -150,7 +151,7 @@ struct Timing {
 // their logs never leaving the GPU; -1: every realisation with its log. `knobs`: row_copies, part,
 // epochs and pinned_entries of Capacity (detail.hpp; its capacities are `segments` and `tips`).
 class PinnedChunks;
-void run_realisations(const KernelProblem& p, const std::vector<double>& c0, const std::vector<double>& f0,
+void run_realisations(const KernelProblem& p, std::span<const double> c0, std::span<const double> f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,
                       const std::vector<int>& which, long long segments, long long tips, int device,
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, const Capacity& knobs,

@@ -61,6 +61,12 @@ SIMKIT_HYBRID_BACKEND;
 }  // namespace hybrid
 #undef SIMKIT_HYBRID_BACKEND
 
+// initial_fields' values (continuous/reference.cpp) for planes [l_begin, l_end) into the caller's
+// memory, each node written (first touched) by the thread that computes it; `n` may be nullptr (not
+// wanted).
+template <class T>
+void fill_initial_fields(const Grid& g, const InitialParams& p, int l_begin, int l_end, T* n, T* f, T* c);
+
 namespace hybrid_cuda {
 // Initial per-realisation capacities of the GPU ensemble (segments, tips); a realisation that
 // outgrows them is run again with four times as much, so they only change speed, never results.
