@@ -1057,18 +1057,19 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
                     (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
                     " MiB are free; lower `t_max` or `max_tips`, or use `backend` cpu");
   }
-  // D_c = 0 with rows: the summarised realisations (which keep no log) run in parts of `part_size`
-  // on two streams, and each stream's parts take turns in one set of scratch rows, after those of
-  // the realisations that keep their logs (`kept`, the first of `which`, which ascends; their logs
-  // are packed after the last part): the device memory allocated, zeroed and freed is what two
-  // parts use, whatever the ensemble's size (two parts of 8192 at 1.35 MB each with the default
-  // capacities: 22 GB instead of 1.35 MB a realisation). Parts of an eighth of the realisations
-  // (a batch's with D_c = 0 and no rows), 4096 to 8192 (enough warps to fill the GPU, whose
-  // 8448 resident warps at most are about 4000 for this kernel).
+  // D_c = 0 with rows: the summarised realisations (which keep no log) run in parts of
+  // `shared_part` on two streams, and each stream's parts take turns in one set of scratch rows,
+  // after those of the realisations that keep their logs (`kept`, the first of `which`, which
+  // ascends; their logs are packed after the last part): the device memory allocated, zeroed and
+  // freed is what two parts use, whatever the ensemble's size (two parts of 4096 at 1.35 MB each
+  // with the default capacities: 11 GB instead of 1.35 MB a realisation). Parts of 4096: about
+  // what the GPU holds at once (64 registers a thread: 8 blocks of 4 warps an SM, 4224 warps on an
+  // H200), so that one part runs while the other's tail ends; larger parts (up to 12 500, an eighth
+  // of 10^5) measured no faster and cost more memory to allocate and free (docs/performance.md).
   const auto total = static_cast<long long>(which.size());
   const auto kept = static_cast<long long>(
       row_stride > 0 ? std::count_if(which.begin(), which.end(), [&](int r) { return r < keep_logs; }) : total);
-  const long long shared_part = part > 0 ? part : std::clamp<long long>((total - kept + 7) / 8, 4096, 8192);
+  const long long shared_part = part > 0 ? part : 4096;
   const long long ring_rows = kept + std::min(2 * shared_part, total - kept);
   const bool ring =
       !fields && row_stride > 0 && kept < total &&
