@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 
@@ -142,6 +143,64 @@ TEST_P(Signals, StopTheRunAndLeaveItsOutputAsItWas) {
 
 std::string signal_name(const testing::TestParamInfo<SignalCase>& info) { return info.param.name; }
 INSTANTIATE_TEST_SUITE_P(, Signals, testing::ValuesIn(signal_cases()), signal_name);
+
+// Files in the metrics/ folder of the run's staging directory under `out` (0 while there is none).
+std::size_t staged_metrics(const fs::path& out) {
+  std::error_code ec;
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    if (e.path().filename().string().rfind(".simkit-staging-", 0) != 0) continue;
+    for (auto it = fs::directory_iterator(e.path() / "metrics", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+      ++files;
+  }
+  return files;
+}
+
+class StopWhileWriting : public testing::TestWithParam<std::string> {};
+
+// SIGINT while the hybrid ensemble writes its per-realisation metrics files (caught among the
+// first 200 of them in the staging directory): the run stops there, exit 130, and the earlier
+// run's output is as it was. cuda (GPU; skipped without one) and cpu.
+TEST_P(StopWhileWriting, LeavesTheOutputAsItWas) {
+  const std::string backend = GetParam();
+  if (backend == "cuda") SIMKIT_SKIP_WITHOUT_CUDA();
+  TempDir dir, logs;
+  const fs::path out = dir / "out";
+  const auto on = [&](std::vector<std::string> args) {  // (hybrid() runs on cpu)
+    *(std::find(args.begin(), args.end(), "--backend") + 1) = backend;
+    args.push_back("--no-quicklook");
+    return args;
+  };
+  auto args = on(hybrid({"--replicates", "3"}));
+  const CommandResult first = run_simkit(placed(args, out));
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  const auto before = snapshot(dir.path());
+
+  args = on(hybrid({"--replicates", backend == "cuda" ? "100000" : "20000"}));
+  const pid_t pid = spawn_simkit(placed(args, out), logs.path());
+  ASSERT_GT(pid, 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  bool ended = false;
+  while (staged_metrics(out) < 200 && std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      ended = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_FALSE(ended) << "the run ended before it was stopped: " << slurp(logs / "stderr");
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int code = wait_exit_code(pid, 60);
+  const std::string err = slurp(logs / "stderr");
+  EXPECT_EQ(code, 130) << "stderr: " << err;  // -1: it did not stop within 60 s
+  EXPECT_EQ(lines_of(err).size(), 1u) << err;
+  EXPECT_THAT(err, testing::HasSubstr("stopped by SIGINT"));
+  EXPECT_EQ(snapshot(dir.path()), before) << "the stopped run changed its output directory";
+}
+INSTANTIATE_TEST_SUITE_P(, StopWhileWriting, testing::Values("cpu", "cuda"),
+                         [](const testing::TestParamInfo<std::string>& backend) { return backend.param; });
 
 // A full disk (here: a file size limit, with SIGXFSZ ignored, so every write past it fails as on a
 // full disk): exit 2, one line naming the file, and the earlier run's output as it was.
