@@ -9,7 +9,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/parallel.hpp"
 #include "simkit/angio/hybrid.hpp"
+#include "simkit/core/backend.hpp"
 #include "simkit/core/dist.hpp"
 #include "simkit/core/error.hpp"
 
@@ -17,22 +19,27 @@ namespace simkit::angio {
 
 namespace {
 
+// Writes into memory sized beforehand (Sizer).
 class Writer {
  public:
+  explicit Writer(std::byte* at) : at_(at) {}
   template <class T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof(T));
+    std::memcpy(at_, &v, sizeof(T));
+    at_ += sizeof(T);
   }
   template <class T>
   void put_vector(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<std::uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const std::byte*>(v.data());
-    bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(at_, v.data(), v.size() * sizeof(T));
+    at_ += v.size() * sizeof(T);
   }
-  std::vector<std::byte> bytes;
+  const std::byte* at() const { return at_; }
+
+ private:
+  std::byte* at_;
 };
 
 // Counts what a Writer would hold (the message is sized by the serialiser itself, then allocated once).
@@ -163,27 +170,70 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     if (mine.begin + k == 0) continue;
     r.final_c = {};  // kept for realisation 0 of the whole ensemble only
   }
-  Writer w;
+  // A rank's message: its count n, the end of each realisation's bytes (n offsets from the first
+  // realisation's start), then the realisations; written and read on the rank's threads, each
+  // realisation where the offsets put it (10^5 realisations one after another took 0.04 s).
+  const Schedule schedule{effective_threads(options.threads), 256};
+  std::vector<std::byte> message;
   if (!comm.root()) {
     const bool last_metrics = share != nullptr;
-    Sizer size;  // one allocation for the message (fresh host memory is slow to come by)
-    for (const Realisation& r : local.realisations) put(size, r, last_metrics);
-    w.bytes.reserve(size.bytes);
-    for (const Realisation& r : local.realisations) put(w, r, last_metrics);
-    if (w.bytes.size() != size.bytes) throw InternalError("hybrid ensemble: the message's size was miscounted");
+    const auto n = static_cast<std::int64_t>(local.realisations.size());
+    std::vector<std::uint64_t> ends(static_cast<std::size_t>(n));
+    parallel_for(0, n, schedule, [&](std::int64_t k) {
+      Sizer size;
+      put(size, local.realisations[static_cast<std::size_t>(k)], last_metrics);
+      ends[static_cast<std::size_t>(k)] = size.bytes;
+    });
+    std::uint64_t total = 0;
+    for (std::uint64_t& e : ends) e = total += e;
+    const std::size_t head = (1 + ends.size()) * sizeof(std::uint64_t);
+    message.resize(head + total);
+    Writer index(message.data());
+    index.put<std::uint64_t>(static_cast<std::uint64_t>(n));
+    for (const std::uint64_t e : ends) index.put(e);
+    parallel_for(0, n, schedule, [&](std::int64_t k) {
+      const auto at = static_cast<std::size_t>(k);
+      Writer w(message.data() + head + (at == 0 ? 0 : ends[at - 1]));
+      put(w, local.realisations[at], last_metrics);
+      if (w.at() != message.data() + head + ends[at])
+        throw InternalError("hybrid ensemble: the message's size was miscounted");
+    });
     if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
     local.realisations = {};
   }
-  const std::vector<std::byte> all = comm.gather(w.bytes);
+  std::vector<std::size_t> sizes;
+  const std::vector<std::byte> all = comm.gather(message, &sizes);
   HybridEnsemble out;
   out.backend = local.backend;
   out.device = local.device;
   if (comm.root()) {
     out.realisations = std::move(local.realisations);
-    out.realisations.reserve(static_cast<std::size_t>(replicates));
-    Reader in(all.data(), all.size());
-    while (!in.done()) out.realisations.push_back(get(in));
-    if (out.realisations.size() != static_cast<std::size_t>(replicates))
+    const std::size_t own = out.realisations.size();
+    out.realisations.resize(static_cast<std::size_t>(replicates));
+    std::size_t from = 0, next = own;
+    for (const std::size_t size : sizes) {
+      if (size == 0) continue;
+      Reader index(all.data() + from, size);
+      const auto n = index.get<std::uint64_t>();
+      if (n > (size - sizeof(std::uint64_t)) / sizeof(std::uint64_t) || n > out.realisations.size() - next)
+        throw InternalError("hybrid ensemble: realisations lost in the gather");
+      const std::byte* body = all.data() + from + (1 + n) * sizeof(std::uint64_t);
+      const std::size_t body_size = size - (1 + n) * sizeof(std::uint64_t);
+      std::vector<std::uint64_t> ends(n);
+      for (std::uint64_t& e : ends) e = index.get<std::uint64_t>();
+      if (n > 0 && ends.back() != body_size) throw InternalError("hybrid ensemble: a short message");
+      parallel_for(0, static_cast<std::int64_t>(n), schedule, [&](std::int64_t k) {
+        const auto at = static_cast<std::size_t>(k);
+        const std::uint64_t begin = at == 0 ? 0 : ends[at - 1];
+        if (begin > ends[at] || ends[at] > body_size) throw InternalError("hybrid ensemble: a short message");
+        Reader in(body + begin, ends[at] - begin);
+        out.realisations[next + at] = get(in);
+        if (!in.done()) throw InternalError("hybrid ensemble: a realisation's bytes were miscounted");
+      });
+      next += n;
+      from += size;
+    }
+    if (next != static_cast<std::size_t>(replicates))
       throw InternalError("hybrid ensemble: realisations lost in the gather");
   }
   return out;
