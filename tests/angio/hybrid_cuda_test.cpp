@@ -46,10 +46,11 @@ TEST(AngioHybridCuda, EnsembleEqualsReferenceBitwise) {
     // download path.
     // With rows and parts of 5, the summarised parts take turns in two scratch slots of 5
     // realisations (after the kept ones'), so that a realisation's hash table holds an earlier
-    // one's keys of an older epoch, which must read as empty; every fourth trial's tables are also
-    // cleared after every 3 launches (the epochs' wrap).
+    // one's keys of an older epoch, which must read as empty; every fourth trial's epochs wrap after
+    // 2 launches, so that a slot would meet its own epoch again (keys taken for current ones) if
+    // the tables were not cleared then.
     const int part = trial % 4 < 2 ? 5 : 0;
-    const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, part, trial % 4 == 1 ? 3 : 0};
+    const detail::hybrid_cuda::Capacity capacity{8, 4, trial % 2 == 1, part, trial % 4 == 1 ? 2 : 0};
     const int keep_logs = std::array{-1, 0, 5}[static_cast<std::size_t>(trial / 2 % 3)];
     detail::hybrid_cuda::Timing timing;
     const std::vector<Realisation> gpu =

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -85,6 +86,59 @@ double eigenmode_error(int cells) {
     for (int i = 0; i < g.nx; ++i)
       err = std::max(err, std::fabs(u.n[g.index(i, j, 0)] - decay * std::cos(pi * i * h) * std::cos(2 * pi * j * h)));
   return err;
+}
+
+// The initial fields, node by node, as the formulas read (docs/angio.md): initial_fields computes
+// each coordinate's factors once and must give these very bits, every precision, both TAF sources,
+// 2D and 3D, whole grids and slabs of planes.
+template <class T>
+void expect_initial_fields_per_node(const Grid& g, const InitialParams& p, int l_begin, int l_end) {
+  const Fields<T> got = initial_fields<T>(g, p, l_begin, l_end);
+  const double lx = (g.nx - 1) * g.h, ly = (g.ny - 1) * g.h, lz = (g.nz - 1) * g.h;
+  const double pi = std::numbers::pi;
+  const double nu = (std::sqrt(5.0) - 0.1) / (std::sqrt(5.0) - 1.0);
+  const std::size_t skip = static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_begin);
+  ASSERT_EQ(got.c.size(), static_cast<std::size_t>(g.nx) * g.ny * static_cast<std::size_t>(l_end - l_begin));
+  std::size_t differ = 0;
+  for (int l = l_begin; l < l_end; ++l)
+    for (int j = 0; j < g.ny; ++j)
+      for (int i = 0; i < g.nx; ++i) {
+        const double x = lx > 0 ? i * g.h / lx : 0, y = ly > 0 ? j * g.h / ly : 0, z = lz > 0 ? l * g.h / lz : 0;
+        double c;
+        if (p.taf == InitialTaf::Linear) {
+          c = std::exp(-(1 - x) * (1 - x) / p.eps1);
+        } else {
+          const double r =
+              std::sqrt((1 - x) * (1 - x) + (y - 0.5) * (y - 0.5) + (g.nz > 1 ? (z - 0.5) * (z - 0.5) : 0.0));
+          c = r <= 0.1 ? 1.0 : (r < nu ? ((nu - r) / (nu - 0.1)) * ((nu - r) / (nu - 0.1)) : 0.0);
+        }
+        const double sy = std::sin(p.sine_frequency * pi * y), sz = std::sin(p.sine_frequency * pi * z);
+        const std::size_t id = g.index(i, j, l) - skip;
+        const T n = static_cast<T>(std::exp(-x * x / p.eps3) * sy * sy * (g.nz > 1 ? sz * sz : 1.0));
+        const T f = static_cast<T>(0.75 * std::exp(-x * x / p.eps2));
+        const T c_node = static_cast<T>(c);
+        const bool same = std::memcmp(&got.c[id], &c_node, sizeof(T)) == 0 &&
+                          std::memcmp(&got.n[id], &n, sizeof(T)) == 0 && std::memcmp(&got.f[id], &f, sizeof(T)) == 0;
+        differ += same ? 0 : 1;
+      }
+  EXPECT_EQ(differ, 0u) << g.nx << "x" << g.ny << "x" << g.nz << " planes " << l_begin << ".." << l_end;
+}
+
+TEST(AngioReference, InitialFieldsAreTheFormulasNodeByNode) {
+  for (const auto& [nx, ny, nz, l_begin, l_end] : {std::array{41, 41, 1, 0, 1}, std::array{37, 21, 9, 0, 9},
+                                                   std::array{40, 30, 20, 5, 13}, std::array{17, 9, 8, 7, 8}}) {
+    for (const InitialTaf taf : {InitialTaf::Linear, InitialTaf::Tumour}) {
+      for (const int frequency : {1, 3}) {
+        Grid g{nx, ny, nz, 0};
+        g.h = 1.0 / (nx - 1);
+        InitialParams p;
+        p.taf = taf;
+        p.sine_frequency = frequency;
+        expect_initial_fields_per_node<double>(g, p, l_begin, l_end);
+        expect_initial_fields_per_node<float>(g, p, l_begin, l_end);
+      }
+    }
+  }
 }
 
 TEST(AngioReference, DiffusionEigenmodeConvergesAtSecondOrder) {

@@ -44,7 +44,8 @@ constexpr unsigned kFull = 0xffffffffu;
 // greater than every earlier launch's of the same buffers (1, 2, ...; 0 is the buffers' zeroed
 // state). A key of an older epoch reads as an empty slot, so that a table needs no clearing between
 // the realisations that use it in turn (runs[] of a batch's parts, run_realisations). Nodes below
-// 2^40, epochs below 2^23: a key stays positive.
+// 2^40, epochs below 2^23: a key stays positive. (A D_c = 0 realisation runs to its end within the
+// one launch of its part, budget last_step: its keys never outlive their epoch.)
 constexpr int kEpochShift = 40;
 constexpr long long kMaxEpoch = (1LL << 23) - 1;
 
@@ -1066,6 +1067,9 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
   // what the GPU holds at once (64 registers a thread: 8 blocks of 4 warps an SM, 4224 warps on an
   // H200), so that one part runs while the other's tail ends; larger parts (up to 12 500, an eighth
   // of 10^5) measured no faster and cost more memory to allocate and free (docs/performance.md).
+  // (the kept realisations are the first of `which`, and logs are deferred behind later parts only
+  // when its last one is summarised: both need `which` in ascending order, as every caller has it)
+  if (!std::is_sorted(which.begin(), which.end())) throw InternalError("hybrid cuda: realisations out of order");
   const auto total = static_cast<long long>(which.size());
   const auto kept = static_cast<long long>(
       row_stride > 0 ? std::count_if(which.begin(), which.end(), [&](int r) { return r < keep_logs; }) : total);
@@ -1379,7 +1383,14 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
         first_k = last_k;
       }
     };
-    for (std::size_t q = 0; q < parts.size(); ++q) {
+    // The parts in the order they are waited for: the kept realisations' own part (launched first,
+    // on runs[2], its logs packed after the last part anyway) last, so that the summarised parts'
+    // rows come down and are rebuilt while it still runs.
+    std::vector<std::size_t> order(parts.size());
+    for (std::size_t q = 0; q < parts.size(); ++q) order[q] = q;
+    if (parts.size() > 1 && parts[0].stream == 2) std::rotate(order.begin(), order.begin() + 1, order.end());
+    for (std::size_t o = 0; o < order.size(); ++o) {
+      const std::size_t q = order[o];
       const std::size_t part_begin = parts[q].begin, part_end = parts[q].end;
       if (!fields) {  // (the time the host waits for the GPU)
         const Clock::time_point wait_start = Clock::now();
@@ -1394,7 +1405,7 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
       local.download += since(download_start);
       // (logs wait only when later parts hold summarised realisations: `which` ascends, so the
       // batch's last one tells)
-      chunks(part_begin, part_end, row_stride > 0 && q + 1 < parts.size() && summarised(n - 1));
+      chunks(part_begin, part_end, row_stride > 0 && o + 1 < order.size() && summarised(n - 1));
     }
     for (const auto& [b, e] : deferred) chunks(b, e, false);  // (every part has ended)
     release.start = Clock::now();

@@ -19,27 +19,32 @@ namespace simkit::angio {
 
 namespace {
 
-// Writes into memory sized beforehand (Sizer).
+// Writes into [at, end), memory sized beforehand (Sizer).
 class Writer {
  public:
-  explicit Writer(std::byte* at) : at_(at) {}
+  Writer(std::byte* at, const std::byte* end) : at_(at), end_(end) {}
   template <class T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    std::memcpy(at_, &v, sizeof(T));
-    at_ += sizeof(T);
+    give(&v, sizeof(T));
   }
   template <class T>
   void put_vector(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<std::uint64_t>(v.size());
-    if (!v.empty()) std::memcpy(at_, v.data(), v.size() * sizeof(T));
-    at_ += v.size() * sizeof(T);
+    give(v.data(), v.size() * sizeof(T));
   }
-  const std::byte* at() const { return at_; }
+  bool done() const { return at_ == end_; }
 
  private:
+  void give(const void* data, std::size_t n) {
+    if (static_cast<std::size_t>(end_ - at_) < n)
+      throw InternalError("hybrid ensemble: the message's size was miscounted");
+    if (n) std::memcpy(at_, data, n);
+    at_ += n;
+  }
   std::byte* at_;
+  const std::byte* end_;
 };
 
 // Counts what a Writer would hold (the message is sized by the serialiser itself, then allocated once).
@@ -188,15 +193,14 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     for (std::uint64_t& e : ends) e = total += e;
     const std::size_t head = (1 + ends.size()) * sizeof(std::uint64_t);
     message.resize(head + total);
-    Writer index(message.data());
+    Writer index(message.data(), message.data() + head);
     index.put<std::uint64_t>(static_cast<std::uint64_t>(n));
     for (const std::uint64_t e : ends) index.put(e);
     parallel_for(0, n, schedule, [&](std::int64_t k) {
       const auto at = static_cast<std::size_t>(k);
-      Writer w(message.data() + head + (at == 0 ? 0 : ends[at - 1]));
+      Writer w(message.data() + head + (at == 0 ? 0 : ends[at - 1]), message.data() + head + ends[at]);
       put(w, local.realisations[at], last_metrics);
-      if (w.at() != message.data() + head + ends[at])
-        throw InternalError("hybrid ensemble: the message's size was miscounted");
+      if (!w.done()) throw InternalError("hybrid ensemble: the message's size was miscounted");
     });
     if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
     local.realisations = {};
@@ -209,6 +213,7 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   if (comm.root()) {
     out.realisations = std::move(local.realisations);
     const std::size_t own = out.realisations.size();
+    if (own > static_cast<std::size_t>(replicates)) throw InternalError("hybrid ensemble: rank 0 ran too many");
     out.realisations.resize(static_cast<std::size_t>(replicates));
     std::size_t from = 0, next = own;
     for (const std::size_t size : sizes) {
