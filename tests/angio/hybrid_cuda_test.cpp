@@ -106,6 +106,30 @@ TEST(AngioHybridCuda, LongRunsWithoutRowsStillDropTheLogs) {
   }
 }
 
+// Batches of 5 realisations (a test knob), realisations 0..6 keeping their logs: the kept ones
+// span the first two batches (5, then 2 beside 3 summarised ones), and every later batch's
+// summarised parts of 2 take turns in the same two scratch slots after the kept ones' 7 rows,
+// which still hold the earlier batches' keys (older epochs). Bitwise the reference's.
+TEST(AngioHybridCuda, SharedScratchAcrossBatches) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 gen(13);
+  const HybridProblem p = test_choices::random_problem(gen, 3, 1.0, 300);
+  const int replicates = 24, keep_logs = 7;
+  detail::hybrid_cuda::Capacity capacity;
+  capacity.part = 2;
+  capacity.batch = 5;
+  detail::hybrid_cuda::Timing timing;
+  const std::vector<Realisation> gpu =
+      detail::hybrid_cuda::run(p, 9, replicates, 0, {}, capacity, &timing, {}, 0, keep_logs);
+  EXPECT_EQ(timing.summarised, replicates - keep_logs);
+  EXPECT_EQ(timing.scratch_rows, keep_logs + 2 * capacity.part);
+  for (int r = 0; r < replicates; ++r) {
+    Realisation ref = run_hybrid_reference(p, 9 + static_cast<std::uint64_t>(r));
+    if (r >= keep_logs) detail::drop_logs(ref);
+    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
+  }
+}
+
 // Page-locked host memory that cannot be had (a chunk slot of 2^40 log entries, 32 TiB, which
 // cudaMallocHost refuses): every chunk comes down into pageable memory instead, no slot is made,
 // and the realisations are the reference's all the same (logs and rows, several chunks of each).

@@ -1086,7 +1086,8 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
                                         static_cast<double>(row_each)),
                  std::numeric_limits<int>::max() / 2)
            : std::min<long long>(fit, fields ? 65535LL : 1LL << 30);
-  const long long batches = (total + most - 1) / most;
+  const long long largest = knobs.batch > 0 ? std::min<long long>(most, knobs.batch) : most;
+  const long long batches = (total + largest - 1) / largest;
   const int batch_size = static_cast<int>(std::max<long long>(1, (total + batches - 1) / batches));
   const Clock::time_point allocate_start = Clock::now();
   Batch batch;

@@ -149,7 +149,7 @@ struct Timing {
 // default (an eighth of the batch, at least 4096).
 // `keep_logs`: realisations r >= keep_logs (when >= 0) come down summarised (RawRealisation::summary),
 // their logs never leaving the GPU; -1: every realisation with its log. `knobs`: row_copies, part,
-// epochs and pinned_entries of Capacity (detail.hpp; its capacities are `segments` and `tips`).
+// epochs, pinned_entries and batch of Capacity (detail.hpp; its capacities are `segments` and `tips`).
 class PinnedChunks;
 void run_realisations(const KernelProblem& p, std::span<const double> c0, std::span<const double> f0,
                       const std::vector<long long>& sprout_node, const std::vector<long long>& sprout_previous,

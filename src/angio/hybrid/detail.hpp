@@ -77,6 +77,7 @@ struct Capacity {
   int part = 0;             // tests: realisations a part of a D_c = 0 batch (0: the default, run_realisations)
   long long epochs = 0;     // tests: launches before the D_c = 0 hash keys are cleared (0: the default, 2^23 - 1)
   std::size_t pinned_entries = 0;  // tests: log entries a page-locked chunk slot (0: a chunk's; huge: none can be had)
+  long long batch = 0;             // tests: realisations a batch at most (0: as many as fit)
 };
 struct Timing;  // hybrid/cuda.hpp
 std::vector<Realisation> run(const HybridProblem& p, std::uint64_t seed, int replicates, int device,
