@@ -23,6 +23,18 @@ namespace {
 using test_choices::expect_same;
 using test_choices::randomise_rules;
 
+// Every realisation of `gpu` (seeds seed, seed + 1, ...) equals the reference's, without its logs
+// from keep_logs on.
+void expect_reference(const HybridProblem& p, std::uint64_t seed, int replicates, int keep_logs,
+                      const std::vector<Realisation>& gpu) {
+  ASSERT_EQ(gpu.size(), static_cast<std::size_t>(replicates));
+  for (std::size_t r = 0; r < gpu.size(); ++r) {
+    Realisation ref = run_hybrid_reference(p, seed + r);
+    if (static_cast<int>(r) >= keep_logs) detail::drop_logs(ref);
+    expect_same(gpu[r], ref, "r " + std::to_string(r));
+  }
+}
+
 // Random problems: 2D and 3D grids, random taxis and branching parameters, the linear and the
 // tumour TAF source, chemotaxis-dominated and A&C cases; the ensemble runs with deliberately tiny
 // starting capacities, so that most realisations overflow and are run again (the result must not
@@ -99,11 +111,7 @@ TEST(AngioHybridCuda, LongRunsWithoutRowsStillDropTheLogs) {
   detail::hybrid_cuda::Timing timing;
   const std::vector<Realisation> gpu = detail::hybrid_cuda::run(p, 77, replicates, 0, {}, {}, &timing, {}, 0, 1);
   EXPECT_EQ(timing.summarised, 0);
-  for (int r = 0; r < replicates; ++r) {
-    Realisation ref = run_hybrid_reference(p, 77 + static_cast<std::uint64_t>(r));
-    if (r >= 1) detail::drop_logs(ref);
-    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
-  }
+  expect_reference(p, 77, replicates, 1, gpu);
 }
 
 // Batches of 5 realisations (a test knob), realisations 0..6 keeping their logs: the kept ones
@@ -123,11 +131,7 @@ TEST(AngioHybridCuda, SharedScratchAcrossBatches) {
       detail::hybrid_cuda::run(p, 9, replicates, 0, {}, capacity, &timing, {}, 0, keep_logs);
   EXPECT_EQ(timing.summarised, replicates - keep_logs);
   EXPECT_EQ(timing.scratch_rows, keep_logs + 2 * capacity.part);
-  for (int r = 0; r < replicates; ++r) {
-    Realisation ref = run_hybrid_reference(p, 9 + static_cast<std::uint64_t>(r));
-    if (r >= keep_logs) detail::drop_logs(ref);
-    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
-  }
+  expect_reference(p, 9, replicates, keep_logs, gpu);
 }
 
 // Page-locked host memory that cannot be had (a chunk slot of 2^40 log entries, 32 TiB, which
@@ -146,11 +150,7 @@ TEST(AngioHybridCuda, NoPageLockedMemoryFallsBackToPageable) {
   EXPECT_EQ(timing.slots, 0);
   EXPECT_GE(timing.chunks, 2);  // (the kept logs, then the rows part by part)
   EXPECT_EQ(timing.summarised, replicates - 6);
-  for (int r = 0; r < replicates; ++r) {
-    Realisation ref = run_hybrid_reference(p, 5 + static_cast<std::uint64_t>(r));
-    if (r >= 6) detail::drop_logs(ref);
-    expect_same(gpu[static_cast<std::size_t>(r)], ref, "r " + std::to_string(r));
-  }
+  expect_reference(p, 5, replicates, 6, gpu);
 }
 
 // D_c > 0: every realisation carries its own c field on the GPU (one step per launch and a stencil

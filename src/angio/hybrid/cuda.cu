@@ -974,8 +974,6 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
                       const std::function<void(RawRealisation&&)>& done, Timing* timing, const Capacity& knobs,
                       const StopCallback& stop, int host_threads, std::shared_ptr<PinnedChunks>& pinned,
                       int keep_logs) {
-  const bool row_copies = knobs.row_copies;
-  const int part = knobs.part;
   if (which.empty()) return;
   const cuda::DeviceGuard guard(device);
   using Clock = std::chrono::steady_clock;
@@ -1058,22 +1056,21 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
                     (fields ? ", a c field per realisation for D_c > 0" : "") + ") and " + std::to_string(free >> 20) +
                     " MiB are free; lower `t_max` or `max_tips`, or use `backend` cpu");
   }
+  // (the kept realisations below are the first of `which`: it must ascend, as every caller has it)
+  if (!std::is_sorted(which.begin(), which.end())) throw InternalError("hybrid cuda: realisations out of order");
   // D_c = 0 with rows: the summarised realisations (which keep no log) run in parts of
   // `shared_part` on two streams, and each stream's parts take turns in one set of scratch rows,
-  // after those of the realisations that keep their logs (`kept`, the first of `which`, which
-  // ascends; their logs are packed after the last part): the device memory allocated, zeroed and
+  // after those of the realisations that keep their logs (`kept`, the first of `which`; their
+  // part runs beside them on a third stream and is waited for last): the device memory allocated, zeroed and
   // freed is what two parts use, whatever the ensemble's size (two parts of 4096 at 1.35 MB each
   // with the default capacities: 11 GB instead of 1.35 MB a realisation). Parts of 4096: about
   // what the GPU holds at once (64 registers a thread: 8 blocks of 4 warps an SM, 4224 warps on an
   // H200), so that one part runs while the other's tail ends; larger parts (up to 12 500, an eighth
   // of 10^5) measured no faster and cost more memory to allocate and free (docs/performance.md).
-  // (the kept realisations are the first of `which`, and logs are deferred behind later parts only
-  // when its last one is summarised: both need `which` in ascending order, as every caller has it)
-  if (!std::is_sorted(which.begin(), which.end())) throw InternalError("hybrid cuda: realisations out of order");
   const auto total = static_cast<long long>(which.size());
   const auto kept = static_cast<long long>(
       row_stride > 0 ? std::count_if(which.begin(), which.end(), [&](int r) { return r < keep_logs; }) : total);
-  const long long shared_part = part > 0 ? part : 4096;
+  const long long shared_part = knobs.part > 0 ? knobs.part : 4096;
   const long long ring_rows = kept + std::min(2 * shared_part, total - kept);
   const bool ring =
       !fields && row_stride > 0 && kept < total &&
@@ -1123,8 +1120,8 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
   // Chunks of at most 2^16 tip rows too (a slot's), so that only a realisation larger than a slot
   // on its own takes pageable memory (with row_copies every realisation with a log does: the
   // tests' path through it).
-  const std::size_t chunk_entries = row_copies ? 1 : std::size_t{1} << 19;
-  const std::size_t chunk_tips = row_copies ? 1 : std::size_t{1} << 16;
+  const std::size_t chunk_entries = knobs.row_copies ? 1 : std::size_t{1} << 19;
+  const std::size_t chunk_tips = knobs.row_copies ? 1 : std::size_t{1} << 16;
   // (Sized before any part is launched: a buffer freed and allocated again would wait for the parts
   // still running, cudaFree synchronising the device; only a realisation larger than a chunk grows them.)
   packed_log.resize(chunk_entries);
@@ -1193,7 +1190,7 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
       }
     } else {
       const std::size_t part_size =
-          part > 0 ? static_cast<std::size_t>(part) : std::max<std::size_t>((n + 7) / 8, 4096);
+          knobs.part > 0 ? static_cast<std::size_t>(knobs.part) : std::max<std::size_t>((n + 7) / 8, 4096);
       for (std::size_t b = 0, q = 0; b < n; b += part_size, ++q)
         parts.push_back({b, std::min(n, b + part_size), b, static_cast<int>(q % 2)});
     }
@@ -1266,12 +1263,8 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
     // Whether realisation k comes down as its rows: it keeps no log.
     const auto summarised = [&](std::size_t k) { return row_stride > 0 && which[first + k] >= keep_logs; };
     const auto stride = static_cast<std::size_t>(row_stride);
-    // Realisations [begin, end) of the batch, downloaded chunk by chunk and handed over; with
-    // `defer_logs`, those with logs are left in `deferred` (a pack kernel, which needs SMs, would
-    // wait behind the running parts' blocks, and every chunk after it with it: 0.16 s for
-    // realisation 0's in a run of 10^5 on an H200) for after the batch's last part.
-    std::vector<std::pair<std::size_t, std::size_t>> deferred;
-    const auto chunks = [&](std::size_t begin, std::size_t end, bool defer_logs) {
+    // Realisations [begin, end) of the batch, downloaded chunk by chunk and handed over.
+    const auto chunks = [&](std::size_t begin, std::size_t end) {
       std::size_t first_k = begin;
       while (first_k < end) {
         const Clock::time_point chunk_start = Clock::now();
@@ -1280,12 +1273,6 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
         // realisation's own entries); rows come down as they lie, `stride` a realisation (the
         // unused rows of those that ended early and the rows of overflowed ones with them).
         const bool summary = summarised(first_k);
-        if (!summary && defer_logs) {  // (after the batch's last part: deferred)
-          const std::size_t from = first_k;
-          while (first_k < end && !summarised(first_k)) ++first_k;
-          deferred.emplace_back(from, first_k);
-          continue;
-        }
         std::size_t last_k = first_k, entries = 0, tip_rows = 0;
         std::vector<long long> offsets{0, 0};  // pairs: log offset, tip offset of each realisation
         while (last_k < end && summarised(last_k) == summary) {
@@ -1385,8 +1372,9 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
       }
     };
     // The parts in the order they are waited for: the kept realisations' own part (launched first,
-    // on runs[2], its logs packed after the last part anyway) last, so that the summarised parts'
-    // rows come down and are rebuilt while it still runs.
+    // on runs[2]) last, so that the summarised parts' rows come down and are rebuilt while it still
+    // runs, and its logs' pack kernel finds the SMs free (behind running parts' blocks, realisation
+    // 0's held every chunk after it for 0.16 s in a run of 10^5 on an H200).
     std::vector<std::size_t> order(parts.size());
     for (std::size_t q = 0; q < parts.size(); ++q) order[q] = q;
     if (parts.size() > 1 && parts[0].stream == 2) std::rotate(order.begin(), order.begin() + 1, order.end());
@@ -1404,11 +1392,8 @@ void run_realisations(const KernelProblem& kp, std::span<const double> c0_host, 
                                         (part_end - part_begin) * sizeof(State), cudaMemcpyDeviceToHost, copy));
       copy.synchronize();
       local.download += since(download_start);
-      // (logs wait only when later parts hold summarised realisations: `which` ascends, so the
-      // batch's last one tells)
-      chunks(part_begin, part_end, row_stride > 0 && o + 1 < order.size() && summarised(n - 1));
+      chunks(part_begin, part_end);
     }
-    for (const auto& [b, e] : deferred) chunks(b, e, false);  // (every part has ended)
     release.start = Clock::now();
     if (parts_start) {  // (every part has ended: its chunks came down)
       double span = 0;
