@@ -14,6 +14,8 @@
 #   angio-expanded  the same for the expanded form only (strong fp32 with IPC, fp64, weak);
 #   hybrid-quick  the D_c = 0 ensemble, then D_c > 0 at R = 4000 only;
 #   hybrid-large  the D_c = 0 ensemble of 10^5 realisations;
+#   hybrid-million  the D_c = 0 ensemble of 10^5, 4*10^5 and 10^6 realisations (STUDY_REPLICATES), the
+#           metrics files of the first 16 only, on 1 and 2 GPUs, twice each;
 #   prolif  prolif 10^8 initial cells (cells split) and 1024 replicates on 1 and 2 GPUs;
 #   fit     a calibration (ProCell's model 3 on the bundle's bone-marrow data) on 1 and 2 GPUs;
 #   largest 2000x2000x1000 fp64 (96 GB of fields) on two GPUs.
@@ -38,8 +40,8 @@ done
 parts="$parts$largest"
 for part in ${parts//,/ }; do  # every part known before any runs
   case "$part" in
-    hybrid|hybrid-quick|hybrid-large|angio|angio-expanded|prolif|fit|largest) ;;
-    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, hybrid-large, angio, angio-expanded, prolif, fit, largest)" >&2; exit 2 ;;
+    hybrid|hybrid-quick|hybrid-large|hybrid-million|angio|angio-expanded|prolif|fit|largest) ;;
+    *) echo "scale-study: unknown part '$part' (hybrid, hybrid-quick, hybrid-large, hybrid-million, angio, angio-expanded, prolif, fit, largest)" >&2; exit 2 ;;
   esac
 done
 steps="${1:-400}"
@@ -110,6 +112,22 @@ hybrid_d0() {  # D_c = 0, R (default 20 000; each run also writes R metrics file
     "$w/h2/metrics/realisation_$((r - 1)).csv"
   rm -rf "$w/h1" "$w/h2" "$w/h3"
 }
+# hybrid_many R M: D_c = 0 at R realisations, writing the metrics files of the first M only (so that
+# 10^5-10^6 realisations measure the ensemble, not a file system); 1 and 2 GPUs, twice each.
+hybrid_many() {
+  local r="$1" m="$2"
+  local h=(angio hybrid --backend cuda --grid 100,100,100 --replicates "$r" --t-max 2 --seed 3 --no-quicklook
+           --metrics-files "$m")
+  local k
+  for k in 1 2; do
+    run "hybrid-ensemble-R$r-files$m" 1 "${h[@]}" --out "$w/m1"
+    MPIRUN_OPTS="--map-by slot:PE=$half" run "hybrid-ensemble-R$r-files$m" 2 "${h[@]}" --out "$w/m2"
+  done
+  same "hybrid-ensemble-R$r-files$m ensemble.csv" "$w/m1/ensemble.csv" "$w/m2/ensemble.csv"
+  same "hybrid-ensemble-R$r-files$m metrics/realisation_$((m - 1)).csv" \
+    "$w/m1/metrics/realisation_$(printf %05d $((m - 1))).csv" "$w/m2/metrics/realisation_$(printf %05d $((m - 1))).csv"
+  rm -rf "$w/m1" "$w/m2"
+}
 part_hybrid() {
   hybrid_dc 4000
   hybrid_dc 16000
@@ -123,6 +141,10 @@ part_hybrid() {
 }
 part_hybrid-large() {  # the D_c = 0 ensemble of 10^5 realisations (several batches on one GPU)
   hybrid_d0 100000
+}
+part_hybrid-million() {  # the D_c = 0 ensemble of 10^5, 4*10^5 and 10^6 realisations, 16 metrics files
+  local r
+  for r in ${STUDY_REPLICATES:-100000 400000 1000000}; do hybrid_many "$r" 16; done
 }
 part_hybrid-quick() {  # the D_c = 0 ensemble, then D_c > 0 at R = 4000
   hybrid_d0

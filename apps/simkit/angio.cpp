@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct AngioArgs {
   std::optional<double> psi, reach_x, branch_density;
   std::optional<int> sprouts, max_tips;
   std::string sensitivity, anastomosis, fork, uptake, daughter, branch_probability, sprouts_at, weights;
+  std::optional<std::string> metrics_files;  // --metrics-files: "all" or N
   bool back_steps = false;
 };
 
@@ -134,6 +136,11 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   if (!a.replicates_given && cfg.replicates) a.replicates = *cfg.replicates;
   if (cfg.seed && !a.seed) a.seed = cfg.seed;
   if (cfg.quicklook && !*cfg.quicklook) a.no_quicklook = true;
+  std::uint64_t metrics_files = cfg.metrics_files.value_or(std::numeric_limits<std::uint64_t>::max());
+  if (a.metrics_files) {
+    metrics_files = parse_choice(parse_metrics_files(*a.metrics_files), "--metrics-files", *a.metrics_files,
+                                 "all or a count N >= 0 (the first N realisations' files)");
+  }
   choose_hybrid_step(p, a.dt ? a.dt : cfg.dt, a.force);
   validate(p);
   // The options, then the output directory: bad options leave no directory behind, and a bad
@@ -160,7 +167,7 @@ int run_hybrid(AngioArgs& a, const ConfigFile& cfg) {
   progress.finish();
   const nlohmann::json result = write_hybrid_outputs_ranks(
       out, p, ensemble, share,
-      HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook, options.threads, options.stop});
+      HybridRunInfo{options.seed, backend, seconds, !a.no_quicklook, options.threads, options.stop, metrics_files});
   if (!world.root()) return 0;
 
   RunSummary summary;
@@ -209,13 +216,16 @@ int run_angio(AngioArgs& a) {
   }
   if (model != "continuous") throw UserError(fmt::format("--model {}: expected continuous or hybrid", model));
   if (a.replicates_given || a.psi || a.reach_x || a.sprouts || a.max_tips || a.branch_density ||
-      !a.anastomosis.empty() || !a.fork.empty() || !a.uptake.empty() || !a.daughter.empty() || !a.branch_probability.empty() ||
-      !a.sprouts_at.empty() || !a.weights.empty() || a.back_steps) {
+      !a.anastomosis.empty() || !a.fork.empty() || !a.uptake.empty() || !a.daughter.empty() ||
+      !a.branch_probability.empty() || !a.sprouts_at.empty() || !a.weights.empty() || a.back_steps || a.metrics_files) {
     throw UserError(
-        "--replicates, --psi, --reach-x, --sprouts, --sprouts-at, --max-tips, --anastomosis, --fork, --uptake, --daughter, "
-        "--branch-probability, --branch-density, --weights and --back-steps belong to --model hybrid");
+        "--replicates, --psi, --reach-x, --sprouts, --sprouts-at, --max-tips, --anastomosis, --fork, --uptake, "
+        "--daughter, "
+        "--branch-probability, --branch-density, --weights, --back-steps and --metrics-files belong to --model hybrid");
   }
   if (cfg.hybrid_given) throw UserError(fmt::format("{}: [hybrid] belongs to model = \"hybrid\"", cfg.source));
+  if (cfg.metrics_files)
+    throw UserError(fmt::format("{}: output.metrics_files belongs to model = \"hybrid\"", cfg.source));
   if (!a.restart.empty()) {
     if (!a.given_physics.empty()) {
       throw UserError(fmt::format("{} cannot be combined with --restart: the checkpoint fixes the problem",
@@ -445,6 +455,9 @@ void add_hybrid_options(CLI::App& cmd, AngioArgs& a) {
   cmd.add_option("--weights", a.weights,
                  "Move probabilities from A&C's central differences (default) or Angio_TDA's one-sided ones");
   cmd.add_flag("--back-steps", a.back_steps, "Tips may step back onto the node they came from");
+  cmd.add_option("--metrics-files", a.metrics_files,
+                 "Write metrics/realisation_NNNNN.csv for the first N realisations only (all: every one, the default; "
+                 "0: none; ensemble.csv and result.json always cover all)");
 }
 
 // The continuous model's options.

@@ -24,6 +24,14 @@ std::optional<InitialTaf> parse_taf(std::string_view text) {
 std::optional<Sensitivity> parse_sensitivity(std::string_view text) { return value_of(kSensitivityNames, text); }
 const char* sensitivity_name(Sensitivity s) { return name_of(kSensitivityNames, s).data(); }
 
+std::optional<std::uint64_t> parse_metrics_files(std::string_view text) {
+  if (text == "all") return std::numeric_limits<std::uint64_t>::max();
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(std::string(text));
+}
+
 std::optional<AnastomosisChoice> parse_anastomosis(std::string_view text) {
   if (text == "other") return AnastomosisChoice{AnastomosisRule::Other, 10};
   if (text == "other-active") return AnastomosisChoice{AnastomosisRule::OtherActive, 10};
@@ -213,8 +221,16 @@ ConfigFile read_config(const std::filesystem::path& path) {
           cfg.checkpoint_every = r.count(ok, on, "output.checkpoint_every", 0);
         } else if (o == "quicklook") {
           cfg.quicklook = toml_util::boolean(on, "output.quicklook", r.file);
+        } else if (o == "metrics_files") {
+          if (on.is_string()) {
+            if (toml_util::string(on, "output.metrics_files", r.file) != "all")
+              r.fail(ok, on, "output.metrics_files", "expected \"all\" or a count N >= 0");
+            cfg.metrics_files = std::numeric_limits<std::uint64_t>::max();
+          } else {
+            cfg.metrics_files = static_cast<std::uint64_t>(r.count(ok, on, "output.metrics_files", 0));
+          }
         } else {
-          r.unknown(ok, on, "output", "every, series_every, checkpoint_every, quicklook");
+          r.unknown(ok, on, "output", "every, series_every, checkpoint_every, quicklook, metrics_files");
         }
       }
     } else if (k == "parameters") {

@@ -609,6 +609,78 @@ TEST(AngioCli, HybridRerunAndNoDiffusion) {
   expect_user_error({"--config", still.string(), "--grid", "21,21,1"}, {"--dt", "D = D_c = 0"});
 }
 
+// --metrics-files N (and [output] metrics_files): metrics files of the first N realisations only,
+// the same bytes as a run that writes them all; ensemble.csv and the summary are the whole
+// ensemble's. A rerun into the same --out removes the files it did not write.
+TEST(AngioCli, HybridMetricsFilesOfTheFirstRealisationsOnly) {
+  TempDir tmp;
+  const std::vector<std::string> args = {"--model", "hybrid",       "--grid", "31,31,1",        "--t-max",
+                                         "0.5",     "--backend",    "cpu",    "--no-quicklook", "--seed",
+                                         "3",       "--replicates", "5"};
+  auto metrics_in = [](const fs::path& dir) {
+    std::vector<std::string> names;
+    if (!fs::exists(dir / "metrics")) return names;
+    for (const auto& entry : fs::directory_iterator(dir / "metrics")) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  ASSERT_EQ(angio_run(tmp / "all", args).exit_code, 0);
+  EXPECT_EQ(metrics_in(tmp / "all").size(), 5u);
+  EXPECT_EQ(json::parse(slurp(tmp / "all" / "result.json")).at("metrics_files"), 5);
+  // Into a directory that has all five from an earlier run: two remain, the bytes of the full run's.
+  ASSERT_EQ(angio_run(tmp / "two", args).exit_code, 0);
+  std::vector<std::string> two = args;
+  two.insert(two.end(), {"--metrics-files", "2"});
+  CommandResult r = angio_run(tmp / "two", two);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(metrics_in(tmp / "two"), (std::vector<std::string>{"realisation_00000.csv", "realisation_00001.csv"}));
+  for (const char* f :
+       {"metrics/realisation_00000.csv", "metrics/realisation_00001.csv", "ensemble.csv", "network.vtp"})
+    EXPECT_EQ(slurp(tmp / "two" / f), slurp(tmp / "all" / f)) << f;
+  json summary = json::parse(slurp(tmp / "two" / "result.json")),
+       full = json::parse(slurp(tmp / "all" / "result.json"));
+  EXPECT_EQ(summary.at("metrics_files"), 2);
+  EXPECT_EQ(summary.at("replicates"), 5);
+  for (json* j : {&summary, &full}) {
+    j->erase("seconds");
+    j->erase("metrics_files");
+  }
+  EXPECT_EQ(summary, full);
+  // More than the ensemble: every file. From a configuration file: 0 (none) and "all".
+  std::vector<std::string> many = args;
+  many.insert(many.end(), {"--metrics-files", "99"});
+  ASSERT_EQ(angio_run(tmp / "many", many).exit_code, 0);
+  EXPECT_EQ(metrics_in(tmp / "many").size(), 5u);
+  const fs::path none = tmp.write("none.toml", "model = \"hybrid\"\n[output]\nmetrics_files = 0\n");
+  std::vector<std::string> from_file = args;
+  from_file.insert(from_file.end(), {"--config", none.string()});
+  ASSERT_EQ(angio_run(tmp / "none", from_file).exit_code, 0);
+  EXPECT_TRUE(metrics_in(tmp / "none").empty());
+  EXPECT_EQ(slurp(tmp / "none" / "ensemble.csv"), slurp(tmp / "all" / "ensemble.csv"));
+  from_file.insert(from_file.end(), {"--metrics-files", "all"});  // the flag overrides the file
+  ASSERT_EQ(angio_run(tmp / "none", from_file).exit_code, 0);
+  EXPECT_EQ(metrics_in(tmp / "none").size(), 5u);
+  const fs::path every = tmp.write("all.toml", "model = \"hybrid\"\n[output]\nmetrics_files = \"all\"\n");
+  from_file = args;
+  from_file.insert(from_file.end(), {"--config", every.string()});
+  ASSERT_EQ(angio_run(tmp / "every", from_file).exit_code, 0);
+  EXPECT_EQ(metrics_in(tmp / "every").size(), 5u);
+  // Bad values: the flag, or the file, line and key; the continuous model has no metrics files.
+  const std::vector<std::string> small = {"--model", "hybrid", "--grid", "21,21,1"};
+  for (const char* bad : {"-1", "x", "2.5", "", "al"}) {
+    std::vector<std::string> with = small;
+    with.insert(with.end(), {"--metrics-files", bad});
+    expect_user_error(with, {"--metrics-files"});
+  }
+  const fs::path word = tmp.write("word.toml", "model = \"hybrid\"\n[output]\nmetrics_files = \"some\"\n");
+  expect_user_error({"--config", word.string()}, {"word.toml", ":3", "output.metrics_files"});
+  const fs::path negative = tmp.write("negative.toml", "model = \"hybrid\"\n\n[output]\nmetrics_files = -3\n");
+  expect_user_error({"--config", negative.string()}, {"negative.toml", ":4", "output.metrics_files"});
+  expect_user_error({"--grid", "21,21,1", "--metrics-files", "2"}, {"--metrics-files", "--model hybrid"});
+  const fs::path continuous = tmp.write("continuous.toml", "[output]\nmetrics_files = 2\n");
+  expect_user_error({"--config", continuous.string()}, {"continuous.toml", "output.metrics_files", "hybrid"});
+}
+
 TEST(AngioCli, HybridConfigFile) {
   TempDir tmp;
   const fs::path good = tmp.write("hybrid.toml",

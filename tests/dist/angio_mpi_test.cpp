@@ -248,10 +248,16 @@ TEST(AngioHybridRanks, TheGatheredEnsembleIsTheSingleProcessOne) {
   if (cuda_usable(&why)) backends.push_back("cuda");
   for (const std::string& backend : backends) {
     // 7 realisations on 2 and 3 ranks, and 2 on 3 ranks (one rank has none); every rank writes the
-    // metrics files of its own realisations.
-    for (const std::string replicates : {"7", "2"}) {
+    // metrics files of its own realisations. With --metrics-files 4 only the first four have files:
+    // on 2 ranks (0-3 and 4-6) rank 1 writes none, on 3 ranks (0-2, 3-4, 5-6) rank 1 one of its two.
+    struct Variant {
+      std::string replicates, metrics_files;
+    };
+    for (const Variant& v : {Variant{"7", ""}, Variant{"2", ""}, Variant{"7", "4"}}) {
+      const std::string& replicates = v.replicates;
       TempDir tmp;
-      const std::vector<std::string> args = {"--grid", "24,24,24", "--replicates", replicates, "--seed", "9"};
+      std::vector<std::string> args = {"--grid", "24,24,24", "--replicates", replicates, "--seed", "9"};
+      if (!v.metrics_files.empty()) args.insert(args.end(), {"--metrics-files", v.metrics_files});
       std::vector<std::string> one = {"angio", "hybrid", "--out", (tmp / "one").string(), "-q", "--backend", backend};
       one.insert(one.end(), args.begin(), args.end());
       const CommandResult single = run_simkit(one);
@@ -274,7 +280,11 @@ TEST(AngioHybridRanks, TheGatheredEnsembleIsTheSingleProcessOne) {
             EXPECT_EQ(slurp(out / rel), slurp(e.path())) << backend << ", " << ranks << " ranks: " << rel;
           }
         }
-        EXPECT_GE(files, std::stoul(replicates) + 2) << "metrics of every realisation, ensemble.csv, network.vtp...";
+        const std::size_t metrics = v.metrics_files.empty() ? std::stoul(replicates) : std::stoul(v.metrics_files);
+        EXPECT_GE(files, metrics + 2) << "metrics of every realisation (or the first N), ensemble.csv, network.vtp...";
+        if (replicates == "7") {
+          EXPECT_EQ(fs::exists(out / "metrics" / "realisation_00004.csv"), v.metrics_files.empty()) << backend;
+        }
         // and nothing else: the staging directory went at the commit
         std::size_t written = 0;
         for (const auto& e : fs::recursive_directory_iterator(out)) written += e.is_directory() ? 0 : 1;

@@ -24,6 +24,7 @@ struct ConfigFile {
   std::optional<double> h, dt, t_max;
   std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
   std::optional<bool> quicklook;
+  std::optional<std::uint64_t> metrics_files;  // [output] metrics_files (the hybrid model's; "all" or N)
   ModelParams parameters;  // defaults overridden by [parameters]
   InitialParams initial;   // defaults overridden by [initial]
   std::optional<InitialTaf> taf;
@@ -81,5 +82,9 @@ const char* sensitivity_name(Sensitivity s);
 // "--sprouts-at" text: comma-separated y values, or y:z pairs in 3D (box fractions). nullopt when
 // an entry is not a number or a pair of numbers.
 std::optional<std::vector<SproutPosition>> parse_sprouts_at(std::string_view text);
+
+// "--metrics-files" text: "all" (every realisation's metrics file: the largest uint64) or a count
+// N >= 0 (the first N realisations'). nullopt otherwise.
+std::optional<std::uint64_t> parse_metrics_files(std::string_view text);
 
 }  // namespace simkit::angio

@@ -3,6 +3,7 @@
 // the network as VTK PolyData, and a quick-look projection. Writers are atomic (core/output.hpp).
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -58,15 +59,19 @@ struct HybridRunInfo {
   // as it was. Under MPI (write_hybrid_outputs_ranks) asked once, on every rank together, after
   // the files are written and before they move into place.
   StopCallback stop;
+  // metrics/realisation_NNNNN.csv of the first metrics_files realisations only (the default: all;
+  // 0: none). Large ensembles (10^5-10^6 realisations) are summarised by ensemble.csv and
+  // result.json; a file each is minutes of writing there (--metrics-files).
+  std::uint64_t metrics_files = std::numeric_limits<std::uint64_t>::max();
 };
 
 // The run layer of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): writes into
-// `out` (created when missing) metrics/realisation_NNNNN.csv for every realisation (removing those of
-// an earlier, larger ensemble, so that metrics/ matches ensemble.csv), ensemble.csv, network.vtp and
-// fields.vti of realisation 0 (fields in fp32), network.png unless !quicklook, and result.json
-// (ensemble_summary with the problem, the rules and `info`). Returns result.json's content.
-// Atomic as a whole: the files are staged and moved into `out` only when all are written, and an
-// earlier run's files that this one did not write (a larger ensemble's metrics) are removed.
+// `out` (created when missing) metrics/realisation_NNNNN.csv for every realisation or the first
+// info.metrics_files (removing any other of an earlier run, so that metrics/ matches this run),
+// ensemble.csv, network.vtp and fields.vti of realisation 0 (fields in fp32), network.png unless !quicklook, and
+// result.json (ensemble_summary with the problem, the rules and `info`). Returns result.json's content. Atomic as a
+// whole: the files are staged and moved into `out` only when all are written, and an earlier run's files that this one
+// did not write (a larger ensemble's metrics) are removed.
 nlohmann::json write_hybrid_outputs(const std::filesystem::path& out, const HybridProblem& problem,
                                     const std::vector<Realisation>& ensemble, const HybridRunInfo& info);
 

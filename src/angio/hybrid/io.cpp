@@ -296,15 +296,21 @@ fs::path metrics_file(const fs::path& dir, std::uint64_t r) {
   return dir / "metrics" / fmt::format("realisation_{:05d}.csv", r);
 }
 
-// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1, the k-th from
-// realisations[k], on `threads` threads (0: all; effective_threads): each file is its own
-// (formatting, then a create, write and rename; one thread took 3-4 s for 20 000 files, ten times
-// the ensemble's GPU run). The first failure is raised after the loop; the staging directory they
-// go to is removed with it.
+// How many of realisations first .. first + count - 1 have a metrics file: those below `files`.
+std::uint64_t with_files(std::uint64_t first, std::uint64_t count, std::uint64_t files) {
+  return files <= first ? 0 : std::min(count, files - first);
+}
+
+// metrics/realisation_NNNNN.csv of realisations first .. first + count - 1 that are below
+// info.metrics_files, the k-th from realisations[k], on info.threads threads (0: all;
+// effective_threads): each file is its own (formatting, then a create, write and rename; one
+// thread took 3-4 s for 20 000 files, ten times the ensemble's GPU run). The first failure is
+// raised after the loop; the staging directory they go to is removed with it.
 void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& realisations, std::uint64_t first,
-                         std::uint64_t count, int threads, const StopCallback& stop) {
+                         std::uint64_t count, const HybridRunInfo& info, const StopCallback& stop) {
   if (realisations.size() < count) throw InternalError("write_hybrid_outputs: fewer realisations than the share");
-  parallel_for(0, static_cast<std::int64_t>(count), Schedule{effective_threads(threads), 16}, [&](std::int64_t k) {
+  const std::uint64_t files = with_files(first, count, info.metrics_files);
+  parallel_for(0, static_cast<std::int64_t>(files), Schedule{effective_threads(info.threads), 16}, [&](std::int64_t k) {
     if (stop && stop()) throw Stopped();  // (the loop skips the files not started, then rethrows)
     write_metrics_csv(metrics_file(dir, first + static_cast<std::uint64_t>(k)),
                       realisations[static_cast<std::size_t>(k)].metrics);
@@ -334,7 +340,7 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   // Staged (core StagedOutput): `out` changes only when every file is written.
   StagedOutput staged(out_dir);
   ensure_output_directory(staged.dir() / "metrics");
-  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size(), info.threads, info.stop);
+  write_metrics_files(staged.dir(), ensemble, 0, ensemble.size(), info, info.stop);
   json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
   if (info.stop && info.stop()) throw Stopped();  // the last safe point: `out` is still as it was
   commit_hybrid(staged);
@@ -365,13 +371,13 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
   // end the job with rank 0 inside a collective, its staging directory left behind): every rank
   // throws Stopped together, and rank 0 removes the staging as it unwinds.
   json result = dist::collectively(comm, [&] {
-    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info.threads, {});
+    write_metrics_files(dir, comm.root() ? ensemble : share.realisations, share.first, share.count, info, {});
     return comm.root() ? write_hybrid_rest(dir, p, ensemble, info) : json();
   });
   if (comm.allreduce_max(info.stop && info.stop() ? 1 : 0) != 0) throw Stopped();
   if (!comm.root()) return nullptr;
   // The others' files must be visible here before they are moved (a file system every rank sees).
-  for (std::size_t r = 0; r < ensemble.size(); ++r) {
+  for (std::uint64_t r = 0; r < with_files(0, ensemble.size(), info.metrics_files); ++r) {
     const fs::path file = metrics_file(dir, r);
     std::error_code ec;
     if (!fs::is_regular_file(file, ec)) {
@@ -407,6 +413,7 @@ json write_hybrid_rest(const fs::path& out, const HybridProblem& p, const std::v
   result["dt"] = p.dt;
   result["seed"] = info.seed;
   result["replicates"] = ensemble.size();
+  result["metrics_files"] = with_files(0, ensemble.size(), info.metrics_files);
   result["backend"] = std::string(to_string(info.backend));
   result["seconds"] = info.seconds;
   result["rules"] = {{"anastomosis", anastomosis_name(p.hybrid)},
