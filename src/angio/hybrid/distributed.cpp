@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <future>
+#include <memory>
 #include <type_traits>
 
 #include "core/parallel.hpp"
+#include "core/report.hpp"
 #include "simkit/angio/hybrid.hpp"
 #include "simkit/core/backend.hpp"
 #include "simkit/core/dist.hpp"
@@ -104,13 +108,20 @@ void put(Out& w, const Realisation& r, bool last_metrics) {
   w.put(r.passes);
   w.put(r.moves);
   w.put(r.clipped_draws);
-  w.put_vector(r.segments);
   if (last_metrics && r.metrics.size() > 1) {
     w.template put<std::uint64_t>(1);
     w.put(r.metrics.back());
   } else {
     w.put_vector(r.metrics);
   }
+  // Most realisations of a large ensemble come without logs: one byte says so (seven empty vectors
+  // were a fifth of the message).
+  const bool logs =
+      !(r.segments.empty() && r.occupied.empty() && r.branch_points.empty() && r.anastomosis_points.empty() &&
+        r.anastomosis_kinds.empty() && r.active_tip_nodes.empty() && r.final_c.empty());
+  w.put(logs);
+  if (!logs) return;
+  w.put_vector(r.segments);
   w.put_vector(r.occupied);
   w.put_vector(r.branch_points);
   w.put_vector(r.anastomosis_points);
@@ -134,8 +145,9 @@ Realisation get(Reader& in) {
   r.passes = in.get<std::int64_t>();
   r.moves = in.get<std::int64_t>();
   r.clipped_draws = in.get<std::int64_t>();
-  r.segments = in.get_vector<Segment>();
   r.metrics = in.get_vector<MetricsRow>();
+  if (!in.get<bool>()) return r;  // no logs
+  r.segments = in.get_vector<Segment>();
   r.occupied = in.get_vector<std::int64_t>();
   r.branch_points = in.get_vector<std::int64_t>();
   r.anastomosis_points = in.get_vector<std::int64_t>();
@@ -158,6 +170,17 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   if (replicates < 1) throw UserError("replicates", fmt::format(" {}: must be >= 1", replicates));
   const dist::Range mine = dist::share(static_cast<std::uint64_t>(replicates), comm.size(), comm.rank());
   if (share) *share = HybridShare{mine.begin, mine.size(), {}};
+  // SIMKIT_HYBRID_TIMING=1: where a rank's time after its run goes, on stderr (for measurements).
+  const bool report = std::getenv("SIMKIT_HYBRID_TIMING") != nullptr;
+  Stopwatch clock;
+  double ran = 0, packed = 0, gathered = 0;
+  // Rank 0's ensemble, every realisation default-made by another thread while this one runs its
+  // share (one after another, 10^6 of them took about as long as the rest of the gather).
+  std::future<std::vector<Realisation>> made;
+  if (comm.root()) {
+    made = std::async(std::launch::async,
+                      [n = static_cast<std::size_t>(replicates)] { return std::vector<Realisation>(n); });
+  }
   HybridEnsemble local;
   if (mine.size() > 0) {
     RunOptions o = options;
@@ -168,6 +191,7 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     local.backend = resolve_backend(options.backend, options.device);
     local.device = device_description(local.backend, options.device, effective_threads(options.threads));
   }
+  ran = clock.seconds();
   // Rank 0 keeps its own realisations as they are (realisation 0 is its first) and receives the
   // others' in rank order (the logs its outputs do not draw were dropped as they were built).
   for (std::size_t k = 0; k < local.realisations.size(); ++k) {
@@ -179,7 +203,9 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   // realisation's start), then the realisations; written and read on the rank's threads, each
   // realisation where the offsets put it (10^5 realisations one after another took 0.04 s).
   const Schedule schedule{effective_threads(options.threads), 256};
-  std::vector<std::byte> message;
+  // (not a vector: its bytes are first written by the threads that fill it, not zeroed by one)
+  std::unique_ptr<std::byte[]> message;
+  std::size_t message_size = 0;
   if (!comm.root()) {
     const bool last_metrics = share != nullptr;
     const auto n = static_cast<std::int64_t>(local.realisations.size());
@@ -192,37 +218,56 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     std::uint64_t total = 0;
     for (std::uint64_t& e : ends) e = total += e;
     const std::size_t head = (1 + ends.size()) * sizeof(std::uint64_t);
-    message.resize(head + total);
-    Writer index(message.data(), message.data() + head);
+    message_size = head + total;
+    message.reset(new std::byte[message_size]);
+    Writer index(message.get(), message.get() + head);
     index.put<std::uint64_t>(static_cast<std::uint64_t>(n));
     for (const std::uint64_t e : ends) index.put(e);
     parallel_for(0, n, schedule, [&](std::int64_t k) {
       const auto at = static_cast<std::size_t>(k);
-      Writer w(message.data() + head + (at == 0 ? 0 : ends[at - 1]), message.data() + head + ends[at]);
+      Writer w(message.get() + head + (at == 0 ? 0 : ends[at - 1]), message.get() + head + ends[at]);
       put(w, local.realisations[at], last_metrics);
       if (!w.done()) throw InternalError("hybrid ensemble: the message's size was miscounted");
     });
     if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
     local.realisations = {};
   }
+  packed = clock.seconds();
   std::vector<std::size_t> sizes;
-  const std::vector<std::byte> all = comm.gather(message, &sizes);
+  std::unique_ptr<std::byte[]> gathered_bytes;  // rank 0's: first touched by its threads, 1 MiB each
+  comm.gather_into(
+      {message.get(), message_size},
+      [&](std::size_t total) {
+        gathered_bytes.reset(new std::byte[total]);
+        constexpr std::size_t kTouch = std::size_t{1} << 20;
+        parallel_for(0, static_cast<std::int64_t>((total + kTouch - 1) / kTouch), Schedule{schedule.threads, 0},
+                     [&](std::int64_t k) {
+                       const std::size_t at = static_cast<std::size_t>(k) * kTouch;
+                       std::memset(gathered_bytes.get() + at, 0, std::min(kTouch, total - at));
+                     });
+        return gathered_bytes.get();
+      },
+      &sizes);
+  const std::byte* all = gathered_bytes.get();
+  gathered = clock.seconds();
   HybridEnsemble out;
   out.backend = local.backend;
   out.device = local.device;
   if (comm.root()) {
-    out.realisations = std::move(local.realisations);
-    const std::size_t own = out.realisations.size();
-    if (own > static_cast<std::size_t>(replicates)) throw InternalError("hybrid ensemble: rank 0 ran too many");
-    out.realisations.resize(static_cast<std::size_t>(replicates));
+    out.realisations = made.get();
+    const std::size_t own = local.realisations.size();
+    if (own > out.realisations.size()) throw InternalError("hybrid ensemble: rank 0 ran too many");
+    parallel_for(0, static_cast<std::int64_t>(own), schedule, [&](std::int64_t k) {
+      out.realisations[static_cast<std::size_t>(k)] = std::move(local.realisations[static_cast<std::size_t>(k)]);
+    });
     std::size_t from = 0, next = own;
     for (const std::size_t size : sizes) {
       if (size == 0) continue;
-      Reader index(all.data() + from, size);
+      Reader index(all + from, size);
       const auto n = index.get<std::uint64_t>();
       if (n > (size - sizeof(std::uint64_t)) / sizeof(std::uint64_t) || n > out.realisations.size() - next)
         throw InternalError("hybrid ensemble: realisations lost in the gather");
-      const std::byte* body = all.data() + from + (1 + n) * sizeof(std::uint64_t);
+      const std::byte* body = all + from + (1 + n) * sizeof(std::uint64_t);
       const std::size_t body_size = size - (1 + n) * sizeof(std::uint64_t);
       std::vector<std::uint64_t> ends(n);
       for (std::uint64_t& e : ends) e = index.get<std::uint64_t>();
@@ -240,6 +285,11 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     }
     if (next != static_cast<std::size_t>(replicates))
       throw InternalError("hybrid ensemble: realisations lost in the gather");
+  }
+  if (report) {
+    fmt::print(stderr,
+               "simkit: hybrid ranks, rank {} (s): run {:.4f}, message {:.4f} ({} bytes), gather {:.4f}, read {:.4f}\n",
+               comm.rank(), ran, packed - ran, message_size, gathered - packed, clock.seconds() - gathered);
   }
   return out;
 }
