@@ -224,8 +224,10 @@ int run_angio(AngioArgs& a) {
         "--branch-probability, --branch-density, --weights, --back-steps and --metrics-files belong to --model hybrid");
   }
   if (cfg.hybrid_given) throw UserError(fmt::format("{}: [hybrid] belongs to model = \"hybrid\"", cfg.source));
-  if (cfg.metrics_files)
-    throw UserError(fmt::format("{}: output.metrics_files belongs to model = \"hybrid\"", cfg.source));
+  if (cfg.metrics_files) {
+    throw input_error(cfg.source, cfg.metrics_files_line, "output.metrics_files",
+                      "belongs to model = \"hybrid\" (the metrics files of a hybrid ensemble)");
+  }
   if (!a.restart.empty()) {
     if (!a.given_physics.empty()) {
       throw UserError(fmt::format("{} cannot be combined with --restart: the checkpoint fixes the problem",

@@ -222,12 +222,13 @@ ConfigFile read_config(const std::filesystem::path& path) {
         } else if (o == "quicklook") {
           cfg.quicklook = toml_util::boolean(on, "output.quicklook", r.file);
         } else if (o == "metrics_files") {
-          if (on.is_string()) {
-            if (toml_util::string(on, "output.metrics_files", r.file) != "all")
-              r.fail(ok, on, "output.metrics_files", "expected \"all\" or a count N >= 0");
+          cfg.metrics_files_line = line_of(ok, on);
+          if (on.is_string() && toml_util::string(on, "output.metrics_files", r.file) == "all") {
             cfg.metrics_files = std::numeric_limits<std::uint64_t>::max();
-          } else {
+          } else if (on.is_integer()) {
             cfg.metrics_files = static_cast<std::uint64_t>(r.count(ok, on, "output.metrics_files", 0));
+          } else {
+            r.fail(ok, on, "output.metrics_files", "expected \"all\" or a count N >= 0");
           }
         } else {
           r.unknown(ok, on, "output", "every, series_every, checkpoint_every, quicklook, metrics_files");

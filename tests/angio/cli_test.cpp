@@ -660,6 +660,12 @@ TEST(AngioCli, HybridMetricsFilesOfTheFirstRealisationsOnly) {
   from_file.insert(from_file.end(), {"--metrics-files", "all"});  // the flag overrides the file
   ASSERT_EQ(angio_run(tmp / "none", from_file).exit_code, 0);
   EXPECT_EQ(metrics_in(tmp / "none").size(), 5u);
+  // None again into that directory: the files and metrics/ go, as in a first run with none.
+  std::vector<std::string> zero = args;
+  zero.insert(zero.end(), {"--metrics-files", "0"});
+  ASSERT_EQ(angio_run(tmp / "none", zero).exit_code, 0);
+  EXPECT_FALSE(fs::exists(tmp / "none" / "metrics"));
+  EXPECT_EQ(slurp(tmp / "none" / "ensemble.csv"), slurp(tmp / "all" / "ensemble.csv"));
   const fs::path every = tmp.write("all.toml", "model = \"hybrid\"\n[output]\nmetrics_files = \"all\"\n");
   from_file = args;
   from_file.insert(from_file.end(), {"--config", every.string()});
@@ -676,9 +682,11 @@ TEST(AngioCli, HybridMetricsFilesOfTheFirstRealisationsOnly) {
   expect_user_error({"--config", word.string()}, {"word.toml", ":3", "output.metrics_files"});
   const fs::path negative = tmp.write("negative.toml", "model = \"hybrid\"\n\n[output]\nmetrics_files = -3\n");
   expect_user_error({"--config", negative.string()}, {"negative.toml", ":4", "output.metrics_files"});
+  const fs::path flag = tmp.write("flag.toml", "model = \"hybrid\"\n[output]\nmetrics_files = true\n");
+  expect_user_error({"--config", flag.string()}, {"flag.toml", ":3", "output.metrics_files", "\"all\""});
   expect_user_error({"--grid", "21,21,1", "--metrics-files", "2"}, {"--metrics-files", "--model hybrid"});
   const fs::path continuous = tmp.write("continuous.toml", "[output]\nmetrics_files = 2\n");
-  expect_user_error({"--config", continuous.string()}, {"continuous.toml", "output.metrics_files", "hybrid"});
+  expect_user_error({"--config", continuous.string()}, {"continuous.toml:2", "output.metrics_files", "hybrid"});
 }
 
 TEST(AngioCli, HybridConfigFile) {

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -32,17 +34,32 @@
 namespace simkit::angio {
 namespace {
 
-// Copies bytes between any two of host and device memory (cudaMemcpyDefault: unified addressing
-// tells them apart); plain memcpy in a build without CUDA.
-void copy_any(void* to, const void* from, std::size_t bytes) {
+// Copies bytes from or to device memory (cudaMemcpyDefault: unified addressing tells host and
+// device apart), as a CUDA-aware MPI does; host memory with memcpy (a CUDA build on a machine
+// without a GPU runs the host cases too).
+void copy_any(void* to, const void* from, std::size_t bytes, bool device) {
 #if SIMKIT_HAVE_CUDA
-  ASSERT_EQ(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), cudaSuccess);
-#else
+  if (device) {
+    ASSERT_EQ(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), cudaSuccess);
+    return;
+  }
+#endif
+  ASSERT_FALSE(device) << "device pointers in a build without CUDA";
   std::memcpy(to, from, bytes);
+}
+
+// Whether `p` is device memory (false in a build without CUDA).
+bool on_device([[maybe_unused]] const void* p) {
+#if SIMKIT_HAVE_CUDA
+  cudaPointerAttributes a{};
+  return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+#else
+  return false;
 #endif
 }
 
-// Messages between the K threads: one queue per (receiver, sender, tag), blocking receive.
+// Messages between the K threads: one queue per (receiver, sender, tag), blocking receive. A slab
+// that fails closes the office: every wait then ends with an exception instead of a hang.
 class PostOffice {
  public:
   void post(int to, int from, int tag, std::vector<std::byte> bytes) {
@@ -55,42 +72,61 @@ class PostOffice {
   std::vector<std::byte> take(int to, int from, int tag) {
     std::unique_lock lock(mutex_);
     auto& box = boxes_[{to, from, tag}];
-    ready_.wait(lock, [&] { return !box.empty(); });
+    ready_.wait(lock, [&] { return !box.empty() || closed_; });
+    if (box.empty()) throw std::runtime_error("another slab failed");
     std::vector<std::byte> bytes = std::move(box.front());
     box.pop_front();
     return bytes;
+  }
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    ready_.notify_all();
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
+  bool closed_ = false;
   std::map<std::tuple<int, int, int>, std::deque<std::vector<std::byte>>> boxes_;
 };
 
-// MpiSlabLink's contract (src/angio/continuous/run.cpp) between threads: the sends' bytes are read
-// when exchange() is called (as MPI_Sendrecv does), from host or device memory.
+// MpiSlabLink's contract (src/angio/continuous/run.cpp) between threads. The planes' bytes are read
+// when exchange() is called (as MPI_Sendrecv does), from device memory when device_pointers() and
+// host memory otherwise; with `check` (the cuda backend) each plane must be device memory exactly
+// when device_pointers(). The series carries are host memory either way.
 class ThreadLink final : public detail::SlabLink {
  public:
-  ThreadLink(PostOffice& office, int rank, int ranks, bool device)
-      : office_(office), rank_(rank), ranks_(ranks), device_(device) {}
+  ThreadLink(PostOffice& office, int rank, int ranks, bool device, bool check)
+      : office_(office), rank_(rank), ranks_(ranks), device_(device), check_(check) {}
   void exchange(const void* lo_send, const void* hi_send, void* lo_recv, void* hi_recv, std::size_t bytes) override {
-    if (hi_send) office_.post(rank_ + 1, rank_, 21, read(hi_send, bytes));
-    if (lo_send) office_.post(rank_ - 1, rank_, 22, read(lo_send, bytes));
-    if (lo_recv) write(lo_recv, office_.take(rank_, rank_ - 1, 21), bytes);
-    if (hi_recv) write(hi_recv, office_.take(rank_, rank_ + 1, 22), bytes);
+    if (check_) {
+      for (const void* plane :
+           {lo_send, hi_send, static_cast<const void*>(lo_recv), static_cast<const void*>(hi_recv)}) {
+        if (plane) {
+          EXPECT_EQ(on_device(plane), device_) << "a plane in " << (device_ ? "host" : "device") << " memory";
+        }
+      }
+    }
+    if (hi_send) office_.post(rank_ + 1, rank_, 21, read(hi_send, bytes, device_));
+    if (lo_send) office_.post(rank_ - 1, rank_, 22, read(lo_send, bytes, device_));
+    if (lo_recv) write(lo_recv, office_.take(rank_, rank_ - 1, 21), bytes, device_);
+    if (hi_recv) write(hi_recv, office_.take(rank_, rank_ + 1, 22), bytes, device_);
   }
   bool device_pointers() const override { return device_; }
   void carry_in(void* data, std::size_t bytes) override {
-    if (rank_ > 0) write(data, office_.take(rank_, rank_ - 1, 23), bytes);
+    if (rank_ > 0) write(data, office_.take(rank_, rank_ - 1, 23), bytes, false);
   }
   void carry_on(const void* data, std::size_t bytes) override {
-    if (!last()) office_.post(rank_ + 1, rank_, 23, read(data, bytes));
+    if (!last()) office_.post(rank_ + 1, rank_, 23, read(data, bytes, false));
   }
   void finish(void* data, std::size_t bytes) override {
     if (last()) {
-      for (int r = 0; r + 1 < ranks_; ++r) office_.post(r, rank_, 24, read(data, bytes));
+      for (int r = 0; r + 1 < ranks_; ++r) office_.post(r, rank_, 24, read(data, bytes, false));
     } else {
-      write(data, office_.take(rank_, ranks_ - 1, 24), bytes);
+      write(data, office_.take(rank_, ranks_ - 1, 24), bytes, false);
     }
   }
   bool last() const override { return rank_ + 1 == ranks_; }
@@ -99,26 +135,29 @@ class ThreadLink final : public detail::SlabLink {
     for (int r = 0; r < ranks_; ++r)
       if (r != rank_) office_.post(r, rank_, 25, {std::byte{mine}});
     bool every = mine;
-    for (int r = 0; r < ranks_; ++r)
-      if (r != rank_) every = every && office_.take(rank_, r, 25).at(0) == std::byte{1};
+    for (int r = 0; r < ranks_; ++r) {
+      if (r == rank_) continue;
+      const bool theirs = office_.take(rank_, r, 25).at(0) == std::byte{1};  // taken whatever `every` is
+      every = every && theirs;
+    }
     return every;
   }
   void notify(int, int) override { ADD_FAILURE() << "notify: only the CUDA IPC path sends notices"; }
   void await(int, int) override { ADD_FAILURE() << "await: only the CUDA IPC path waits for notices"; }
 
  private:
-  static std::vector<std::byte> read(const void* from, std::size_t bytes) {
+  static std::vector<std::byte> read(const void* from, std::size_t bytes, bool device) {
     std::vector<std::byte> out(bytes);
-    copy_any(out.data(), from, bytes);
+    copy_any(out.data(), from, bytes, device);
     return out;
   }
-  static void write(void* to, const std::vector<std::byte>& bytes, std::size_t expected) {
+  static void write(void* to, const std::vector<std::byte>& bytes, std::size_t expected, bool device) {
     ASSERT_EQ(bytes.size(), expected) << "a message of another size than asked";
-    copy_any(to, bytes.data(), bytes.size());
+    copy_any(to, bytes.data(), bytes.size(), device);
   }
   PostOffice& office_;
   int rank_, ranks_;
-  bool device_;
+  bool device_, check_;
 };
 
 struct Case {
@@ -186,7 +225,7 @@ void run_case(const Case& c, const Grid& g, Form form, int ranks, std::int64_t s
         const auto own_begin = static_cast<int>(shares[static_cast<std::size_t>(r)].begin);
         const auto own_end = static_cast<int>(shares[static_cast<std::size_t>(r)].end);
         const int held_begin = own_begin - (r > 0 ? ghosts : 0), held_end = own_end + (r + 1 < ranks ? ghosts : 0);
-        ThreadLink link(office, r, ranks, c.device_pointers);
+        ThreadLink link(office, r, ranks, c.device_pointers, c.backend == Backend::Cuda);
         detail::SlabSetup setup;
         setup.slab = detail::Slab{held_begin, g.nz, own_begin - held_begin, own_end - held_begin, ghosts};
         setup.link = &link;
@@ -200,6 +239,7 @@ void run_case(const Case& c, const Grid& g, Form form, int ranks, std::int64_t s
         got[static_cast<std::size_t>(r)] = planes(local.grid, mine, own_begin - held_begin, own_end - own_begin);
       } catch (const std::exception& e) {
         failures[static_cast<std::size_t>(r)] = e.what();
+        office.close();  // the other slabs stop waiting for this one
       }
     });
   }
@@ -237,16 +277,28 @@ TEST_P(AngioSlabsInProcess, OwnPlanesEqualTheSingleSolverBitwise) {
     if (!test::cuda_usable(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
   }
   const std::uint64_t seed = test::test_seed(20261128);
-  // cuda splits in 35-plane chunks: 80 planes on 2 slabs are 70 + 10, 120 on 3 are 35 + 35 + 50;
-  // 36 x 20 rows are whole 16-byte multiples in fp32 and fp64 (the TMA kernels), 30 x 17 are not.
-  // Odd and even step counts (two steps a pass, and the single one after); series steps (reduced)
-  // take the carried fold and are not overlapped.
-  for (Form form : {Form::Expanded, Form::Flux}) {
-    run_case<float>(c, Grid{36, 20, 80, 0.05}, form, 2, 7, false, seed);
-    run_case<double>(c, Grid{36, 20, 80, 0.05}, form, 2, 6, true, seed + 1);
-    run_case<float>(c, Grid{30, 17, 120, 0.05}, form, 3, 5, true, seed + 2);
+  // cuda splits in 35-plane chunks: 80 planes on 2 slabs are 70 + 10, 120 on 3 are 35 + 35 + 50.
+  // Grids this small take the classic kernels (single steps, one plane exchanged a face) unless
+  // SIMKIT_ANGIO_KERNEL=tma asks for the TMA ones where rows are whole 16-byte multiples (36 nodes
+  // in fp32 and fp64; 30 are not): then the expanded form takes two steps a pass and exchanges two
+  // planes a face. Odd and even step counts (pairs, and the single step after); series steps
+  // (reduced) take the carried fold and are not overlapped.
+  struct KernelChoice {
+    explicit KernelChoice(bool tma) { tma ? setenv("SIMKIT_ANGIO_KERNEL", "tma", 1) : unsetenv("SIMKIT_ANGIO_KERNEL"); }
+    ~KernelChoice() { unsetenv("SIMKIT_ANGIO_KERNEL"); }
+  };
+  for (bool tma : {false, true}) {
+    if (tma && c.backend != Backend::Cuda) continue;
+    const KernelChoice kernel(tma);
+    SCOPED_TRACE(tma ? "SIMKIT_ANGIO_KERNEL=tma" : "default kernels");
+    for (Form form : {Form::Expanded, Form::Flux}) {
+      run_case<float>(c, Grid{36, 20, 80, 0.05}, form, 2, 7, false, seed);
+      run_case<double>(c, Grid{36, 20, 80, 0.05}, form, 2, 6, true, seed + 1);
+      run_case<float>(c, Grid{36, 20, 120, 0.05}, form, 3, 9, false, seed + 2);
+      run_case<float>(c, Grid{30, 17, 120, 0.05}, form, 3, 5, true, seed + 3);
+    }
   }
-  if (c.backend != Backend::Cuda) run_case<double>(c, Grid{9, 7, 11, 0.1}, Form::Flux, 4, 5, true, seed + 3);
+  if (c.backend != Backend::Cuda) run_case<double>(c, Grid{9, 7, 11, 0.1}, Form::Flux, 4, 5, true, seed + 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(, AngioSlabsInProcess,

@@ -76,15 +76,4 @@ TEST(DistComm, SendrecvPassesAlongTheRing) {
 }  // namespace
 }  // namespace simkit::dist
 
-int main(int argc, char** argv) {
-  simkit::dist::init(argc, argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints (the others' results still decide the exit code of mpirun).
-  if (!simkit::dist::Comm::world().root()) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  simkit::dist::finalize();
-  return rc;
-}
+#include "mpi_main.hpp"  // main()

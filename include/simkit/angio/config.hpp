@@ -25,6 +25,7 @@ struct ConfigFile {
   std::optional<std::int64_t> steps, output_every, series_every, checkpoint_every;
   std::optional<bool> quicklook;
   std::optional<std::uint64_t> metrics_files;  // [output] metrics_files (the hybrid model's; "all" or N)
+  std::size_t metrics_files_line = 0;          // its line in the file
   ModelParams parameters;  // defaults overridden by [parameters]
   InitialParams initial;   // defaults overridden by [initial]
   std::optional<InitialTaf> taf;

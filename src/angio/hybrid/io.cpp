@@ -321,6 +321,13 @@ void write_metrics_files(const fs::path& dir, const std::vector<Realisation>& re
 json write_hybrid_rest(const fs::path& out, const HybridProblem& p, const std::vector<Realisation>& ensemble,
                        const HybridRunInfo& info);
 
+// metrics/ of a run that writes no metrics file into a directory that had some (--metrics-files 0):
+// its files went at the commit, and the directory goes too, as if the run had been the first.
+void remove_if_empty(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
+
 // Moves the staged files into place; an earlier run's files that this one did not write go (a
 // larger ensemble's metrics, a network image this run was not asked for), so that the directory
 // describes one run.
@@ -344,6 +351,7 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
   if (info.stop && info.stop()) throw Stopped();  // the last safe point: `out` is still as it was
   commit_hybrid(staged);
+  remove_if_empty(out_dir / "metrics");
   return result;
 }
 
@@ -387,6 +395,7 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
     }
   }
   commit_hybrid(*staged);
+  remove_if_empty(out_dir / "metrics");
   return result;
 }
 
