@@ -178,6 +178,16 @@ void Comm::recv([[maybe_unused]] void* data, [[maybe_unused]] std::size_t bytes,
 #endif
 }
 
+bool Comm::probe([[maybe_unused]] int from, [[maybe_unused]] int tag) const {
+#ifdef SIMKIT_HAVE_MPI
+  int flag = 0;
+  check(MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  return flag != 0;
+#else
+  throw InternalError("dist: probe without MPI");
+#endif
+}
+
 void Comm::sendrecv([[maybe_unused]] const void* send, [[maybe_unused]] std::size_t send_bytes,
                     [[maybe_unused]] int to, [[maybe_unused]] void* recv, [[maybe_unused]] std::size_t recv_bytes,
                     [[maybe_unused]] int from, [[maybe_unused]] int tag) const {

@@ -57,6 +57,8 @@ class Comm {
   // Point to point (blocking). Messages of any size (split into pieces below 2^31 bytes).
   void send(const void* data, std::size_t bytes, int to, int tag) const;
   void recv(void* data, std::size_t bytes, int from, int tag) const;
+  // Whether a message from `from` with `tag` has arrived (MPI_Iprobe: does not wait).
+  bool probe(int from, int tag) const;
   // Sends `send_bytes` to `to` and receives `recv_bytes` from `from` at once; -1 skips a side.
   void sendrecv(const void* send, std::size_t send_bytes, int to, void* recv, std::size_t recv_bytes, int from,
                 int tag) const;

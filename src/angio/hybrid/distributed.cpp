@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <type_traits>
 
 #include "core/parallel.hpp"
@@ -175,45 +178,42 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
   const bool report = std::getenv("SIMKIT_HYBRID_TIMING") != nullptr;
   Stopwatch clock;
   double ran = 0, packed = 0, gathered = 0;
-  // Rank 0's ensemble, every realisation default-made by another thread while this one runs its
-  // share (one after another, 10^6 of them took about as long as the rest of the gather). The
-  // thread starts when the first realisation is done: from the start it slowed the run's setup
-  // (its threads and this one shared the cores; 0.01-0.02 s on two H200s).
-  const auto make_all = [n = static_cast<std::size_t>(replicates)] { return std::vector<Realisation>(n); };
-  std::future<std::vector<Realisation>> made;
-  std::atomic<bool> making{false};
-  HybridEnsemble local;
-  if (mine.size() > 0) {
-    RunOptions o = options;
-    o.seed = options.seed + mine.begin;  // realisation r has seed + r, on whichever rank runs it
-    if (comm.root()) {
+  const Schedule schedule{effective_threads(options.threads), 256};
+  // Rank 0 runs its share on a worker thread while this one (the one that may call MPI) makes the
+  // ensemble's vector and receives and reads the others' realisations as each rank sends them:
+  // the gather overlaps rank 0's run. The others run, then send.
+  std::atomic<bool> first_done{false};  // a realisation of this rank's is done (its setup is over)
+  const auto run_mine = [&]() {
+    HybridEnsemble ran_here;
+    if (mine.size() > 0) {
+      RunOptions o = options;
+      o.seed = options.seed + mine.begin;  // realisation r has seed + r, on whichever rank runs it
       o.progress = [&, user = options.progress](double done, double total) {
-        if (!making.exchange(true)) made = std::async(std::launch::async, make_all);
+        first_done.store(true, std::memory_order_relaxed);
         if (user) user(done, total);
       };
+      // Without `logs` only realisation 0 keeps its logs, on the rank that runs it.
+      ran_here = run_hybrid_ensemble(problem, static_cast<int>(mine.size()), o, logs ? -1 : (mine.begin == 0 ? 1 : 0));
+    } else {
+      ran_here.backend = resolve_backend(options.backend, options.device);
+      ran_here.device = device_description(ran_here.backend, options.device, effective_threads(options.threads));
     }
-    // Without `logs` only realisation 0 keeps its logs, on the rank that runs it.
-    local = run_hybrid_ensemble(problem, static_cast<int>(mine.size()), o, logs ? -1 : (mine.begin == 0 ? 1 : 0));
-  } else {
-    local.backend = resolve_backend(options.backend, options.device);
-    local.device = device_description(local.backend, options.device, effective_threads(options.threads));
-  }
-  ran = clock.seconds();
-  // Rank 0 keeps its own realisations as they are (realisation 0 is its first) and receives the
-  // others' in rank order (the logs its outputs do not draw were dropped as they were built).
-  for (std::size_t k = 0; k < local.realisations.size(); ++k) {
-    Realisation& r = local.realisations[k];
-    if (mine.begin + k == 0) continue;
-    r.final_c = {};  // kept for realisation 0 of the whole ensemble only
-  }
-  // A rank's message: its count n, the end of each realisation's bytes (n offsets from the first
-  // realisation's start), then the realisations; written and read on the rank's threads, each
-  // realisation where the offsets put it (10^5 realisations one after another took 0.04 s).
-  const Schedule schedule{effective_threads(options.threads), 256};
-  // (not a vector: its bytes are first written by the threads that fill it, not zeroed by one)
-  std::unique_ptr<std::byte[]> message;
+    // Realisation 0 of the whole ensemble alone keeps its final c.
+    for (std::size_t k = 0; k < ran_here.realisations.size(); ++k)
+      if (mine.begin + k != 0) ran_here.realisations[k].final_c = {};
+    return ran_here;
+  };
+  constexpr int kSizeTag = 7101, kBodyTag = 7102;
   std::size_t message_size = 0;
+  HybridEnsemble out;
   if (!comm.root()) {
+    HybridEnsemble local = run_mine();
+    ran = clock.seconds();
+    out.backend = local.backend;
+    out.device = local.device;
+    // The message: its count n, the end of each realisation's bytes (n offsets from the first
+    // realisation's start), then the realisations; written on the rank's threads, each where the
+    // offsets put it, into memory those threads touch first.
     const bool last_metrics = share != nullptr;
     const auto n = static_cast<std::int64_t>(local.realisations.size());
     std::vector<std::uint64_t> ends(static_cast<std::size_t>(n));
@@ -226,7 +226,7 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
     for (std::uint64_t& e : ends) e = total += e;
     const std::size_t head = (1 + ends.size()) * sizeof(std::uint64_t);
     message_size = head + total;
-    message.reset(new std::byte[message_size]);
+    const std::unique_ptr<std::byte[]> message(new std::byte[message_size]);
     Writer index(message.get(), message.get() + head);
     index.put<std::uint64_t>(static_cast<std::uint64_t>(n));
     for (const std::uint64_t e : ends) index.put(e);
@@ -237,51 +237,51 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
       if (!w.done()) throw InternalError("hybrid ensemble: the message's size was miscounted");
     });
     if (share) share->realisations = std::move(local.realisations);  // this rank writes their metrics
-    local.realisations = {};
-  }
-  packed = clock.seconds();
-  std::vector<std::size_t> sizes;
-  std::unique_ptr<std::byte[]> gathered_bytes;  // rank 0's: first touched by its threads, 1 MiB each
-  comm.gather_into(
-      {message.get(), message_size},
-      [&](std::size_t total) {
-        gathered_bytes.reset(new std::byte[total]);
-        constexpr std::size_t kTouch = std::size_t{1} << 20;
-        parallel_for(0, static_cast<std::int64_t>((total + kTouch - 1) / kTouch), Schedule{schedule.threads, 0},
-                     [&](std::int64_t k) {
-                       const std::size_t at = static_cast<std::size_t>(k) * kTouch;
-                       std::memset(gathered_bytes.get() + at, 0, std::min(kTouch, total - at));
-                     });
-        return gathered_bytes.get();
-      },
-      &sizes);
-  const std::byte* all = gathered_bytes.get();
-  gathered = clock.seconds();
-  HybridEnsemble out;
-  out.backend = local.backend;
-  out.device = local.device;
-  if (comm.root()) {
-    if (!made.valid()) made = std::async(std::launch::deferred, make_all);  // (no progress was reported)
-    out.realisations = made.get();
-    const std::size_t own = local.realisations.size();
-    if (own > out.realisations.size()) throw InternalError("hybrid ensemble: rank 0 ran too many");
-    parallel_for(0, static_cast<std::int64_t>(own), schedule, [&](std::int64_t k) {
-      out.realisations[static_cast<std::size_t>(k)] = std::move(local.realisations[static_cast<std::size_t>(k)]);
-    });
-    std::size_t from = 0, next = own;
-    for (const std::size_t size : sizes) {
-      if (size == 0) continue;
-      Reader index(all + from, size);
+    packed = clock.seconds();
+    const std::uint64_t size = message_size;
+    comm.send(&size, sizeof size, 0, kSizeTag);
+    comm.send(message.get(), message_size, 0, kBodyTag);
+    gathered = clock.seconds();
+  } else {
+    std::future<HybridEnsemble> running = std::async(std::launch::async, run_mine);
+    // The run's result once it is there (a failure is raised at once, not after the others' sends).
+    std::optional<HybridEnsemble> local;
+    const auto poll = [&](std::chrono::microseconds wait) {
+      if (!local && running.wait_for(wait) == std::future_status::ready) local = running.get();
+    };
+    // The vector once the run's setup is over (made during the setup, it slowed it: the run's
+    // threads and this one share the cores).
+    while (!first_done.load(std::memory_order_relaxed) && !local) poll(std::chrono::microseconds(200));
+    out.realisations.resize(static_cast<std::size_t>(replicates));
+    std::size_t next = mine.size();
+    for (int k = 1; k < comm.size(); ++k) {
+      // Waits without spinning (a blocking receive would take a core from the run's threads).
+      while (!comm.probe(k, kSizeTag)) {
+        poll(std::chrono::microseconds(0));
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      std::uint64_t size = 0;
+      comm.recv(&size, sizeof size, k, kSizeTag);
+      if (size < sizeof(std::uint64_t)) throw InternalError("hybrid ensemble: a short message");
+      const std::unique_ptr<std::byte[]> bytes(new std::byte[size]);
+      constexpr std::size_t kTouch = std::size_t{1} << 20;  // first touched by this rank's threads
+      parallel_for(0, static_cast<std::int64_t>((size + kTouch - 1) / kTouch), Schedule{schedule.threads, 0},
+                   [&](std::int64_t c) {
+                     const std::size_t at = static_cast<std::size_t>(c) * kTouch;
+                     std::memset(bytes.get() + at, 0, std::min<std::size_t>(kTouch, size - at));
+                   });
+      comm.recv(bytes.get(), size, k, kBodyTag);
+      Reader index(bytes.get(), size);
       const auto n = index.get<std::uint64_t>();
       if (n > (size - sizeof(std::uint64_t)) / sizeof(std::uint64_t) || n > out.realisations.size() - next)
         throw InternalError("hybrid ensemble: realisations lost in the gather");
-      const std::byte* body = all + from + (1 + n) * sizeof(std::uint64_t);
+      const std::byte* body = bytes.get() + (1 + n) * sizeof(std::uint64_t);
       const std::size_t body_size = size - (1 + n) * sizeof(std::uint64_t);
       std::vector<std::uint64_t> ends(n);
       for (std::uint64_t& e : ends) e = index.get<std::uint64_t>();
       if (n > 0 && ends.back() != body_size) throw InternalError("hybrid ensemble: a short message");
-      parallel_for(0, static_cast<std::int64_t>(n), schedule, [&](std::int64_t k) {
-        const auto at = static_cast<std::size_t>(k);
+      parallel_for(0, static_cast<std::int64_t>(n), schedule, [&](std::int64_t c) {
+        const auto at = static_cast<std::size_t>(c);
         const std::uint64_t begin = at == 0 ? 0 : ends[at - 1];
         if (begin > ends[at] || ends[at] > body_size) throw InternalError("hybrid ensemble: a short message");
         Reader in(body + begin, ends[at] - begin);
@@ -289,15 +289,24 @@ HybridEnsemble gather_ranks(const HybridProblem& problem, int replicates, const 
         if (!in.done()) throw InternalError("hybrid ensemble: a realisation's bytes were miscounted");
       });
       next += n;
-      from += size;
     }
-    if (next != static_cast<std::size_t>(replicates))
+    gathered = clock.seconds();
+    if (!local) local = running.get();
+    ran = clock.seconds();
+    out.backend = local->backend;
+    out.device = local->device;
+    if (next != static_cast<std::size_t>(replicates) || local->realisations.size() != mine.size())
       throw InternalError("hybrid ensemble: realisations lost in the gather");
+    parallel_for(0, static_cast<std::int64_t>(mine.size()), schedule, [&](std::int64_t k) {
+      out.realisations[static_cast<std::size_t>(k)] = std::move(local->realisations[static_cast<std::size_t>(k)]);
+    });
+    packed = ran;
   }
   if (report) {
     fmt::print(stderr,
-               "simkit: hybrid ranks, rank {} (s): run {:.4f}, message {:.4f} ({} bytes), gather {:.4f}, read {:.4f}\n",
-               comm.rank(), ran, packed - ran, message_size, gathered - packed, clock.seconds() - gathered);
+               "simkit: hybrid ranks, rank {} (s): run {:.4f}, message {:.4f} ({} bytes), sent/received by {:.4f}, "
+               "end {:.4f}\n",
+               comm.rank(), ran, packed - ran, message_size, gathered, clock.seconds());
   }
   return out;
 }
