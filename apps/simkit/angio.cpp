@@ -220,8 +220,8 @@ int run_angio(AngioArgs& a) {
       !a.branch_probability.empty() || !a.sprouts_at.empty() || !a.weights.empty() || a.back_steps || a.metrics_files) {
     throw UserError(
         "--replicates, --psi, --reach-x, --sprouts, --sprouts-at, --max-tips, --anastomosis, --fork, --uptake, "
-        "--daughter, "
-        "--branch-probability, --branch-density, --weights, --back-steps and --metrics-files belong to --model hybrid");
+        "--daughter, --branch-probability, --branch-density, --weights, --back-steps and --metrics-files belong to "
+        "--model hybrid");
   }
   if (cfg.hybrid_given) throw UserError(fmt::format("{}: [hybrid] belongs to model = \"hybrid\"", cfg.source));
   if (cfg.metrics_files) {

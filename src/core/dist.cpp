@@ -211,26 +211,13 @@ void Comm::sendrecv([[maybe_unused]] const void* send, [[maybe_unused]] std::siz
 }
 
 std::vector<std::byte> Comm::gather(std::span<const std::byte> mine, std::vector<std::size_t>* sizes, int root) const {
-  std::vector<std::byte> out;
-  gather_into(
-      mine,
-      [&](std::size_t total) {
-        out.resize(total);
-        return out.data();
-      },
-      sizes, root);
-  return out;
-}
-
-void Comm::gather_into(std::span<const std::byte> mine, const std::function<std::byte*(std::size_t)>& place,
-                       std::vector<std::size_t>* sizes, int root) const {
   std::vector<std::size_t> counts(static_cast<std::size_t>(size_), 0);
+  std::vector<std::byte> out;
   if (!distributed()) {
     counts[0] = mine.size();
-    std::byte* out = place(mine.size());
-    if (!mine.empty()) std::memcpy(out, mine.data(), mine.size());
+    out.assign(mine.begin(), mine.end());
     if (sizes) *sizes = counts;
-    return;
+    return out;
   }
   // Sizes first, then each rank's bytes to the root in rank order (point to point: any size).
   std::uint64_t n = mine.size();
@@ -242,20 +229,21 @@ void Comm::gather_into(std::span<const std::byte> mine, const std::function<std:
   if (rank_ == root) {
     std::size_t total = 0;
     for (auto c : counts) total += c;
-    std::byte* out = place(total);
+    out.resize(total);
     std::size_t at = 0;
     for (int r = 0; r < size_; ++r) {
       const std::size_t c = counts[static_cast<std::size_t>(r)];
       if (r == root) {
-        if (c) std::memcpy(out + at, mine.data(), c);
+        if (c) std::memcpy(out.data() + at, mine.data(), c);
       } else if (c) {
-        recv(out + at, c, r, 7001);
+        recv(out.data() + at, c, r, 7001);
       }
       at += c;
     }
   } else if (n) {
     send(mine.data(), n, root, 7001);
   }
+  return out;
 }
 
 std::vector<std::byte> Comm::allgather(std::span<const std::byte> mine, std::vector<std::size_t>* sizes) const {

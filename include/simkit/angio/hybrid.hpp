@@ -165,8 +165,8 @@ struct HybridShare {
 
 // The same, with the metrics kept where they were made: rank 0 receives the other ranks'
 // realisations with their counts and only their last metrics row (all that ensemble.csv and the
-// summary read: 218 bytes a realisation without its logs, instead of 96 a step), and `share` gets this rank's
-// range and, on the other ranks, its realisations with every metrics row (logs dropped as above),
+// summary read: 218 bytes a realisation without its logs, instead of 96 a step), and `share` gets
+// this rank's range and, on the other ranks, its realisations with every metrics row (logs dropped as above),
 // for write_hybrid_outputs_ranks (hybrid_io.hpp), which writes each rank's metrics files on that
 // rank. Realisation 0 is always rank 0's own, whole. On one rank it is run_hybrid_ensemble, `share`
 // the whole range.

@@ -68,10 +68,10 @@ struct HybridRunInfo {
 // The run layer of the hybrid model (docs/angio.md, "Outputs" of the hybrid model): writes into
 // `out` (created when missing) metrics/realisation_NNNNN.csv for every realisation or the first
 // info.metrics_files (removing any other of an earlier run, so that metrics/ matches this run),
-// ensemble.csv, network.vtp and fields.vti of realisation 0 (fields in fp32), network.png unless !quicklook, and
-// result.json (ensemble_summary with the problem, the rules and `info`). Returns result.json's content. Atomic as a
-// whole: the files are staged and moved into `out` only when all are written, and an earlier run's files that this one
-// did not write (a larger ensemble's metrics) are removed.
+// ensemble.csv, network.vtp and fields.vti of realisation 0 (fields in fp32), network.png unless
+// !quicklook, and result.json (ensemble_summary with the problem, the rules and `info`). Returns
+// result.json's content. Atomic as a whole: the files are staged and moved into `out` only when
+// all are written, and an earlier run's files that this one did not write are removed.
 nlohmann::json write_hybrid_outputs(const std::filesystem::path& out, const HybridProblem& problem,
                                     const std::vector<Realisation>& ensemble, const HybridRunInfo& info);
 

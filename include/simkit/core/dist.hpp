@@ -5,7 +5,6 @@
 // is the identity. No MPI type appears here, so the public headers do not need mpi.h.
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,11 +46,6 @@ class Comm {
   // Every rank's bytes, concatenated in rank order, on `root` (empty elsewhere); counts per rank in `sizes`.
   std::vector<std::byte> gather(std::span<const std::byte> mine, std::vector<std::size_t>* sizes = nullptr,
                                 int root = 0) const;
-  // The same into memory the caller gives: on `root`, once the sizes are known, place(total) returns
-  // where the total bytes go (memory the caller's threads touch first, say: a vector's zeroing on
-  // one thread took 0.07 s for 136 MB); nothing is placed elsewhere.
-  void gather_into(std::span<const std::byte> mine, const std::function<std::byte*(std::size_t total)>& place,
-                   std::vector<std::size_t>* sizes = nullptr, int root = 0) const;
   // The same on every rank.
   std::vector<std::byte> allgather(std::span<const std::byte> mine, std::vector<std::size_t>* sizes = nullptr) const;
   // Point to point (blocking). Messages of any size (split into pieces below 2^31 bytes).

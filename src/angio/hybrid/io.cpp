@@ -330,13 +330,14 @@ void remove_if_empty(const fs::path& dir) {
 
 // Moves the staged files into place; an earlier run's files that this one did not write go (a
 // larger ensemble's metrics, a network image this run was not asked for), so that the directory
-// describes one run.
+// describes one run, and metrics/ with them when this run wrote none.
 void commit_hybrid(StagedOutput& staged) {
   staged.commit([](const fs::path& rel) {
     for (const char* own : {"ensemble.csv", "network.vtp", "fields.vti", "network.png", "result.json"})
       if (rel == own) return true;
     return matches_output_pattern(rel, "metrics", "realisation_", ".csv");
   });
+  remove_if_empty(staged.target() / "metrics");
 }
 
 }  // namespace
@@ -351,7 +352,6 @@ nlohmann::json write_hybrid_outputs(const fs::path& out_dir, const HybridProblem
   json result = write_hybrid_rest(staged.dir(), p, ensemble, info);
   if (info.stop && info.stop()) throw Stopped();  // the last safe point: `out` is still as it was
   commit_hybrid(staged);
-  remove_if_empty(out_dir / "metrics");
   return result;
 }
 
@@ -395,7 +395,6 @@ nlohmann::json write_hybrid_outputs_ranks(const fs::path& out_dir, const HybridP
     }
   }
   commit_hybrid(*staged);
-  remove_if_empty(out_dir / "metrics");
   return result;
 }
 
