@@ -32,9 +32,42 @@ SIMKIT_HD inline T effective_saturation(const TypedModelParams<T>& m) {
   return m.chemo_saturation;
 }
 
+// The division by 1 + alpha c, on the GPU in fp32. IEEE division (div.rn.f32) compiles to a fast
+// path (a reciprocal approximation refined by five FMAs) plus a range check (FCHK) and a slow-path
+// call for operands near the ends of the exponent range: about 12 instructions, and 3.1 of them a
+// node in the flux form's step. Kernels whose model parameters are FastQuotientParams divide
+// through the fast path alone: the same bits as a / b wherever the check passes, which it does for
+// every a = 0 or |a| in [2^-60, 2^60] and |b| in [2^-60, 2^60] (checked on the GPU, exhaustively for
+// b in [1, 2^24) and b in [2^-60, 2^60] with fixed a, and on 2^32 random pairs: angio_solver_cuda_test
+// QuotientFastPathIsDivision). The cuda solver takes those kernels only when chi0 and the c it starts
+// from keep 1 + alpha c in [1, 2^40 + 1] (quotient_in_range in cuda.cu); c stays there in any run that
+// does not blow up. On the host, and in every other case, a / b.
+template <bool kFast, class T>
+SIMKIT_HD inline T quotient(T a, T b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kFast && sizeof(T) == 4) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    const float e = __fmaf_rn(r, -b, 1.0f);
+    const float r1 = __fmaf_rn(r, e, r);
+    const float q = __fmaf_rn(a, r1, 0.0f);
+    return __fmaf_rn(r1, __fmaf_rn(-b, q, a), q);
+  }
+#endif
+  return a / b;
+}
+
+// Model parameters for kernels that divide through quotient's fast path (above).
+template <class T>
+struct FastQuotientParams : TypedModelParams<T> {};
+template <class P>
+inline constexpr bool kFastQuotient = false;
+template <class T>
+inline constexpr bool kFastQuotient<FastQuotientParams<T>> = true;
+
 template <class T, class P>
 SIMKIT_HD inline T chemotactic_sensitivity(const P& m, T c) {
-  return static_cast<T>(m.chemotaxis) / (T(1) + static_cast<T>(effective_saturation(m)) * c);
+  return quotient<kFastQuotient<P>>(static_cast<T>(m.chemotaxis), T(1) + static_cast<T>(effective_saturation(m)) * c);
 }
 
 // The values of c and f at a node and its six neighbours, in direction order
@@ -124,7 +157,7 @@ template <int kDims, class T, class P>
 SIMKIT_HD inline T expanded_density(const P& m, T a, const T n[7], const Stencil<T>& s, T& lap_c_out) {
   constexpr int dims = kDims;
   const T alpha = static_cast<T>(effective_saturation(m));
-  const T saturation = T(1) / (T(1) + alpha * s.c[0]);
+  const T saturation = quotient<kFastQuotient<P>>(T(1), T(1) + alpha * s.c[0]);
   const T chi_q = a / T(4) * static_cast<T>(m.chemotaxis) * saturation;
   const T rho_q = a / T(4) * static_cast<T>(m.haptotaxis);
   T dc = s.c[1] - s.c[2], df = s.f[1] - s.f[2], dn = n[2] - n[1];
@@ -175,7 +208,9 @@ struct FaceCarry {
 // once and hand it to both.
 template <int kDims, class T, class P>
 SIMKIT_HD inline T flux_density(const P& m, T a, const T n[7], const T g_up[3], const T g_down[3]) {
-  T lap_n = 0, divergence = 0;
+  // The sums start at -0, not 0: -0 + x is x for every x, so the first addition compiles away (0 + x
+  // is not x for x = -0, so it stays; the only difference is the sign of a zero).
+  T lap_n = -T(0), divergence = -T(0);
   for (int d = 0; d < kDims; ++d) {
     lap_n += n[1 + 2 * d] + n[2 + 2 * d];
     divergence += g_up[d] - g_down[d];

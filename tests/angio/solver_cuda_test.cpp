@@ -139,10 +139,13 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
 // The TMA-staged kernel on widths of whole 16-byte rows: a tile wider than the grid, exactly one
 // tile, a tile and a bit (the box past the grid's end), 3D and 2D, both forms, chunks from one
 // plane to whole columns, 1 or 2 planes ahead, the four tiles (32 or 64 wide, 1 to 4 rows a
-// thread), slots handed back by barrier or by mbarrier, TAF diffusion on.
+// thread), slots handed back by barrier or by mbarrier, TAF diffusion on. In the flux form the last
+// tiles have warps past the stand-in column (72 and 132 wide on 64-wide tiles) or row (19 rows on
+// 16-row tiles), which skip their work.
 TEST(AngioCuda, TmaKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  const Grid grids[] = {{4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131}};
+  const Grid grids[] = {
+      {4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131}, {72, 13, 9, 1.0 / 71}};
   for (const Grid& g : grids) {
     for (int shape = 0; shape < 4; ++shape)
       for (int chunk : {0, 1, 3, 5}) {
@@ -287,6 +290,70 @@ TEST(AngioCuda, AndersonChaplainInitialStateStaysBitwiseEqual) {
     paired->read(d);
     EXPECT_TRUE(a.n == b.n && a.f == b.f && a.c == b.c);
     EXPECT_TRUE(a.n == d.n && a.f == d.f && a.c == d.c) << "two steps per pass";
+  }
+}
+
+// The TMA kernels' fp32 division by 1 + alpha c (quotient's fast path, model.hpp: no range check, no
+// slow path) gives the same bits as a / b as the other kernels and the host divide (subnormals
+// flushed): for every float b in [1, 2^24) with A&C's chi0, the expanded form's 1 and other
+// numerators; for every float b in [2^-60, 2^60) with 1 and 0.38; for 2^32 random pairs with
+// exponents in [-60, 60]. Beyond that range the dropped check matters, which the last line shows (a
+// reciprocal below 2^-126 is flushed, the quotient is not), so the comparison can fail.
+TEST(AngioCuda, QuotientFastPathIsDivision) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  for (float a : {1.0f, 0.38f, 0.26f, 2.6f, 0.0f, 1e-3f, 7.5e-7f, 123.456f, 1e6f}) {
+    EXPECT_EQ(detail::cuda::quotient_mismatches(a, 1.0f, 0x1p24f), 0u) << "a = " << a;
+  }
+  for (float a : {1.0f, 0.38f}) EXPECT_EQ(detail::cuda::quotient_mismatches(a, 0x1p-60f, 0x1p60f), 0u) << "a = " << a;
+  const std::uint64_t seed = simkit::test::test_seed(977);
+  EXPECT_EQ(detail::cuda::random_quotient_mismatches(std::uint64_t{1} << 32, seed), 0u) << "seed " << seed;
+  EXPECT_GT(detail::cuda::quotient_mismatches(2.6f, 0x1p126f, 0x1p127f), 1000000u);
+}
+
+// Where the c a run starts from puts that division out of its exact range, the solver leaves the TMA
+// kernels for the classic ones: one node's c at 3.3e38 makes 1 + alpha c about 1e38 on its faces,
+// where chi0 / (1 + alpha c) is a normal float but the fast path's reciprocal is flushed to zero.
+// Bitwise equal to the reference with the check; with Tuning::unchecked_quotient the TMA kernel runs
+// anyway and its n differs at that node, so the case does exercise the check.
+TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 rng(5);
+  Problem p;
+  p.grid = Grid{36, 19, 23, 1.0 / 35};
+  p.form = Form::Flux;
+  p.model.diffusion = 0.02;
+  p.model.chemotaxis = 2.6;
+  p.precision = Precision::Fp32;
+  Fields<float> initial = random_fields<float>(p.grid, rng);
+  const std::size_t big = p.grid.index(17, 9, 11);
+  initial.c[big] = 3.3e38f;
+  p.dt = 1e-6;  // (the stability check's k, about 1e-77 here, is 0 in fp32: n would not move)
+  RunOptions options;
+  auto reference = make_solver<float>(p, initial, Backend::Reference, options);
+  reference->advance(5, false);
+  Fields<float> want;
+  reference->read(want);
+  ASSERT_TRUE(std::all_of(want.n.begin(), want.n.end(), [](float v) { return std::isfinite(v); }));
+  for (bool unchecked : {false, true}) {
+    detail::cuda::Tuning tuning;
+    tuning.chunk = 5;
+    tuning.tma = 2;
+    tuning.tma_rows = 2;
+    tuning.tma_wide = true;
+    tuning.unchecked_quotient = unchecked;
+    auto gpu = detail::cuda::make<float>(p, initial, 0, tuning);
+    gpu->advance(5, false);
+    Fields<float> got;
+    gpu->read(got);
+    std::size_t differ = 0;
+    for (std::size_t id = 0; id < p.grid.nodes(); ++id)
+      differ += std::memcmp(&want.n[id], &got.n[id], sizeof(float)) != 0;
+    if (unchecked) {
+      EXPECT_GT(differ, 0u) << "the TMA kernel without the check: expected n to differ near node " << big;
+    } else {
+      EXPECT_EQ(differ, 0u);
+      EXPECT_TRUE(want.f == got.f && want.c == got.c);
+    }
   }
 }
 

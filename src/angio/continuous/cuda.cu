@@ -7,8 +7,14 @@
 // step that produces the state: per-block partials, then one block combines them in fixed order.
 #include <cuda_runtime.h>
 
+#include <thrust/count.h>
+#include <thrust/execution_policy.h>
+
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -37,6 +43,73 @@ using ::simkit::cuda::tma_load_3d;
 #endif
 
 constexpr int kThreads = 256;
+
+// Whether the TMA kernels may divide through quotient's fast path (model.hpp): in fp32, chi0 = 0 or
+// |chi0| in [2^-60, 2^60] (the numerators: chi0, and 1 in the expanded form), and every c of the
+// start (`c`: n values on the device) in [0, 2^40 / alpha] (2^100 for alpha = 0), so that each
+// denominator 1 + alpha c (c a node's value or the mean of two) lies in [1, 2^40 + 1]. c then
+// grows by a factor of 2^20 before it leaves the range where the fast path is exact, which only a
+// run that blows up does (the expanded form's uptake adds to c where n < 0; diffusion and uptake
+// otherwise keep c within its start's bounds). In fp64 every kernel divides as a / b.
+struct OutsideQuotientRange {
+  float limit;
+  __host__ __device__ bool operator()(float c) const { return !(c >= 0.0f && c <= limit); }
+};
+template <class T>
+bool quotient_in_range(const ModelParams& model, const T* c, std::size_t n) {
+  if constexpr (sizeof(T) != 4) {
+    return true;
+  } else {
+    const float chi = static_cast<float>(model.chemotaxis), alpha = static_cast<float>(effective_saturation(model));
+    const float lo = 0x1p-60f, hi = 0x1p60f;
+    if (!(chi == 0.0f || (std::abs(chi) >= lo && std::abs(chi) <= hi)) || !(alpha >= 0.0f && alpha <= hi)) return false;
+    const float limit = alpha > 0.0f ? 0x1p40f / alpha : 0x1p100f;
+    return thrust::count_if(thrust::device, c, c + n, OutsideQuotientRange{limit}) == 0;
+  }
+}
+
+// quotient's fast path against a / b as the other kernels divide (div.rn.ftz.f32: angio's device code
+// flushes fp32 subnormals, as its host code does) (tests): over the floats b in [lo, hi) for a fixed
+// a, or over random pairs with exponents in [-60, 60] and random signs.
+__global__ void quotient_sweep_kernel(float a, std::uint32_t lo, std::uint64_t count, unsigned long long* differ) {
+  unsigned long long mine = 0;
+  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
+       k += std::uint64_t{gridDim.x} * blockDim.x) {
+    const float b = __uint_as_float(lo + static_cast<std::uint32_t>(k));
+    mine += __float_as_uint(quotient<true>(a, b)) != __float_as_uint((a / b));
+  }
+  if (mine != 0) atomicAdd(differ, mine);
+}
+__device__ std::uint32_t mix32(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return static_cast<std::uint32_t>(x);
+}
+__global__ void quotient_random_kernel(std::uint64_t count, std::uint64_t seed, unsigned long long* differ) {
+  unsigned long long mine = 0;
+  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
+       k += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint32_t u = mix32(seed ^ (2 * k)), v = mix32(seed ^ (2 * k + 1));
+    const std::uint32_t ea = 127 - 60 + (u >> 23) % 121, eb = 127 - 60 + (v >> 23) % 121;
+    const float a = __uint_as_float((u & 0x80000000u) | (ea << 23) | (v & 0x7fffffu));
+    const float b = __uint_as_float((v & 0x80000000u) | (eb << 23) | (u & 0x7fffffu));
+    mine += __float_as_uint(quotient<true>(a, b)) != __float_as_uint((a / b));
+  }
+  if (mine != 0) atomicAdd(differ, mine);
+}
+std::uint64_t count_quotient_mismatches(const auto& launch) {
+  DeviceBuffer<unsigned long long> differ;
+  differ.resize(1);
+  SIMKIT_CUDA_CHECK(cudaMemset(differ.data(), 0, sizeof(unsigned long long)));
+  launch(differ.data());
+  SIMKIT_CUDA_CHECK_LAUNCH();
+  SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  return differ.to_host()[0];
+}
+
 // Blocks per SM the register budget must allow: the fp32 step kernels without the reduction fit
 // 48 registers without spilling (5 blocks of 256 threads), which hides memory latency better
 // (H200: 2.71 against 2.58 TB/s with 4 blocks; docs/performance.md).
@@ -259,7 +332,7 @@ constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1 ? 5 : 4) : (kRows == 
 // with the plane before. The flux form evaluates each face once (below).
 template <class T, int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease, int kMin>
 __global__ void __launch_bounds__(32 * kWarps, kMin)
-    tma_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
+    tma_kernel(Dims g, FastQuotientParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
                T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // never launched below sm_90 (make_tma_maps)
@@ -362,6 +435,23 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       far_at = Box::kFacesX + Box::kTileY * kW + col;
     }
   }
+  // The flux form: a warp with no node the grid needs (every one past the stand-in column or row: in
+  // the last tile of a grid whose width is not a multiple of the tile's) and no far face a grid node
+  // reads (the + face of a stored node) skips each plane's work, keeping only the block barriers. On
+  // 400 x 400 x 140 with 64-wide tiles that is one warp column in 14.
+  bool busy = true;
+  if (kFlux) {
+    if (far_at >= 0) {
+      const int e = threadIdx.x;
+      const bool needed = e < Box::kTileY ? i0 + kW - 1 < g.nx && j0 + e < g.ny
+                                          : i0 + (e - Box::kTileY) < g.nx && j0 + Box::kTileY - 1 < g.ny;
+      if (!needed) far_at = -1;
+    }
+    bool mine = far_at >= 0;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) mine = mine || (i <= g.nx && j0 + ty + Box::kRowStep * r <= g.ny);
+    busy = __any_sync(0xffffffffu, mine);
+  }
   // A row's node done: its outputs stored, its column moved up a plane.
   auto finish = [&](int r, T n_new, T f_new, T c_new, const T above[3]) {
     if (inside[r]) {
@@ -403,6 +493,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
         T xn[kRows], yn[kRows], above[kRows][3], g_down[kRows][3], z_up[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
+          if (!busy) break;
           const T n0 = mid[r][0], f0 = mid[r][1], c0 = mid[r][2];
           const int xl = at[r][2], yl = at[r][4], o = at[r][0], ry = ty + Box::kRowStep * r;
           xn[r] = in_mid[xl];
@@ -428,6 +519,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
         if (threadIdx.x == 0) issue(t + kSlots, u);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
+          if (!busy) break;
           const int ry = ty + Box::kRowStep * r;
           T nn[7];
           nn[0] = mid[r][0], nn[1] = in_mid[at[r][1]], nn[2] = xn[r], nn[3] = in_mid[at[r][3]], nn[4] = yn[r];
@@ -503,8 +595,9 @@ struct TmaPairBox {
 
 template <class T, int kW, int kTY, int kMin>
 __global__ void __launch_bounds__(kThreads, kMin)
-    pair_tma_kernel(Dims g, TypedModelParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
-                    T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
+    pair_tma_kernel(Dims g, FastQuotientParams<T> m, StepConstants<T> sc, int chunk,
+                    const CUtensorMap* __restrict__ maps, T* __restrict__ n_out, T* __restrict__ f_out,
+                    T* __restrict__ c_out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // never launched below sm_90 (make_tma_maps)
 #else
@@ -894,7 +987,10 @@ class CudaSolver final : public Solver<T> {
     carry_.resize(kThreads);
     total_.resize(1);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    if (tuning_.tma > 0 && !tuning_.naive) tma_ = make_tma_maps();
+    // The TMA kernels divide by 1 + alpha c through the division's fast path (quotient in model.hpp):
+    // only where that is the same bits as a / b; otherwise the classic kernels run.
+    quotient_in_range_ = tuning_.unchecked_quotient || quotient_in_range(p.model, c_[0].data(), g_.nodes());
+    if (tuning_.tma > 0 && !tuning_.naive && quotient_in_range_) tma_ = make_tma_maps();
     if (link_) {
       // Slabs take two steps per pass only if every rank does (each pass ends in one exchange), and
       // then exchange two planes a side (the pair reads two beyond the planes it writes).
@@ -1308,7 +1404,8 @@ class CudaSolver final : public Solver<T> {
       tma_configured_ = true;
     }
     const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + Box::kTileY - 1) / Box::kTileY, grid_.z);
-    kernel<<<grid, 32 * kWarps, smem>>>(dims_, m_, sc_, chunk_, maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
+    kernel<<<grid, 32 * kWarps, smem>>>(dims_, FastQuotientParams<T>{m_}, sc_, chunk_, maps_.data() + 3 * in,
+                                        n_[out].data(), f_[out].data(),
                                         c_[out].data());  // never a series step: no partials
   }
   // Tuning::tma planes ahead (1, 2), the tile (tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8 or
@@ -1343,8 +1440,8 @@ class CudaSolver final : public Solver<T> {
       pair_configured_ = true;
     }
     const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + kTY - 1) / kTY, grid_.z);
-    kernel<<<grid, kThreads, smem>>>(dims_, m_, sc_, chunk_, pair_maps_.data() + 3 * in, n_[out].data(), f_[out].data(),
-                                     c_[out].data());
+    kernel<<<grid, kThreads, smem>>>(dims_, FastQuotientParams<T>{m_}, sc_, chunk_, pair_maps_.data() + 3 * in,
+                                     n_[out].data(), f_[out].data(), c_[out].data());
   }
 
   // Tuning's tiles as template arguments, for the launches and the tensor maps' boxes alike: the
@@ -1503,6 +1600,7 @@ class CudaSolver final : public Solver<T> {
   // [side][done 0/1, copy 0/1] and planes held, this rank's events (done 0/1, copy 0/1), the steps
   // taken (the same on every rank) and the last step whose notices were consumed.
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
+  bool quotient_in_range_ = true;  // the TMA kernels may run: quotient's fast path is exact (quotient_in_range)
   bool tma_configured_ = false;  // its shared memory allowance is set
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
@@ -1579,6 +1677,17 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
     tuning.blocks = 4;
   }
   return make<T>(problem, initial, options.device, tuning, slab);
+}
+
+std::uint64_t quotient_mismatches(float a, float b_lo, float b_hi) {
+  const std::uint32_t lo = std::bit_cast<std::uint32_t>(b_lo), hi = std::bit_cast<std::uint32_t>(b_hi);
+  if (!(b_lo > 0 && b_hi > b_lo)) throw InternalError("quotient_mismatches: expected 0 < b_lo < b_hi");
+  return count_quotient_mismatches(
+      [&](unsigned long long* differ) { quotient_sweep_kernel<<<1056, 256>>>(a, lo, hi - lo, differ); });
+}
+std::uint64_t random_quotient_mismatches(std::uint64_t count, std::uint64_t seed) {
+  return count_quotient_mismatches(
+      [&](unsigned long long* differ) { quotient_random_kernel<<<1056, 256>>>(count, seed, differ); });
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&,

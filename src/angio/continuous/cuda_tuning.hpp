@@ -1,5 +1,6 @@
 #pragma once
 // Knobs of the cuda backend's step kernel, for benchmarks and tests (the CLI uses the defaults).
+#include <cstdint>
 #include <memory>
 
 #include "angio/continuous/kernels.hpp"
@@ -22,6 +23,8 @@ struct Tuning {
   int tma_pair_rows = 8;     // the TMA pair's tile: 16: 32 x 16; 8: 64 x 8 with tma_wide, else 32 x 8
   bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
   bool carry = true;         // marching flux form: each column's z face computed once, carried up (the same bits)
+  bool unchecked_quotient = false;  // tests: the TMA kernels even where the c the run starts from puts their fast
+                                    // division out of its exact range (quotient_in_range in cuda.cu)
 };
 
 template <class T>
@@ -31,5 +34,11 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning,
                                 const SlabSetup& slab);
+
+// Tests: how many results of the TMA kernels' fp32 division (quotient's fast path, model.hpp) differ
+// from a / b on the device, over the floats b in [b_lo, b_hi) (0 < b_lo < b_hi) for a fixed a, or over
+// `count` random pairs (a, b) with exponents in [-60, 60] and random signs.
+std::uint64_t quotient_mismatches(float a, float b_lo, float b_hi);
+std::uint64_t random_quotient_mismatches(std::uint64_t count, std::uint64_t seed);
 
 }  // namespace simkit::angio::detail::cuda
