@@ -36,22 +36,31 @@ SIMKIT_HD inline T effective_saturation(const TypedModelParams<T>& m) {
 // path (a reciprocal approximation refined by five FMAs) plus a range check (FCHK) and a slow-path
 // call for operands near the ends of the exponent range: about 12 instructions, and 3.1 of them a
 // node in the flux form's step. Kernels whose model parameters are FastQuotientParams divide
-// through the fast path alone: the same bits as a / b wherever the check passes, which it does for
-// every a = 0 or |a| in [2^-60, 2^60] and |b| in [2^-60, 2^60] (checked on the GPU, exhaustively for
-// b in [1, 2^24) and b in [2^-60, 2^60] with fixed a, and on 2^32 random pairs: angio_solver_cuda_test
-// QuotientFastPathIsDivision). The cuda solver takes those kernels only when chi0 and the c it starts
-// from keep 1 + alpha c in [1, 2^40 + 1] (quotient_in_range in cuda.cu); c stays there in any run that
-// does not blow up. On the host, and in every other case, a / b.
+// through the fast path alone (the same instructions nvcc emits for it): the same bits as a / b
+// wherever the check passes, which it does for a = +0 or |a| in [2^-60, 2^60] with b in [1, 2^60]
+// (and for b in [2^-60, 2^60] with either sign when a != 0). On the GPU the refined reciprocal is
+// the correctly rounded 1/b for every float b in [1, 2) (so for every b: its mantissa alone
+// decides), which by Markstein's theorem makes the corrected quotient the correctly rounded a/b
+// wherever nothing overflows or underflows; also checked directly, exhaustively for b in [1, 2^24)
+// and in [2^-60, 2^60) with fixed a, and on 2^32 random pairs (angio_solver_cuda_test
+// QuotientFastPathIsDivision). The cuda solver takes those kernels only when chi0 and the c it
+// starts from keep 1 + alpha c in [1, 2^40 + 1] (quotient_in_range in cuda.cu); c stays there in
+// any run that does not blow up. On the host, and in every other case, a / b.
+#if defined(__CUDACC__)
+// The fast path's reciprocal of b: the hardware approximation refined by one Newton step.
+__device__ inline float refined_reciprocal(float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return __fmaf_rn(r, __fmaf_rn(r, -b, 1.0f), r);
+}
+#endif
 template <bool kFast, class T>
 SIMKIT_HD inline T quotient(T a, T b) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kFast && sizeof(T) == 4) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
-    const float e = __fmaf_rn(r, -b, 1.0f);
-    const float r1 = __fmaf_rn(r, e, r);
+    const float r1 = refined_reciprocal(b);
     const float q = __fmaf_rn(a, r1, 0.0f);
-    return __fmaf_rn(r1, __fmaf_rn(-b, q, a), q);
+    return __fmaf_rn(r1, __fmaf_rn(-b, q, a), q);  // q + r1 (a - b q), the remainder exact
   }
 #endif
   return a / b;

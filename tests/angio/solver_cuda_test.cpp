@@ -18,6 +18,7 @@
 #include "angio/continuous/cuda_tuning.hpp"
 #include "fields.hpp"
 #include "simkit/angio/angio.hpp"
+#include "simkit/core/cuda_info.hpp"
 #include "support/test_support.hpp"
 
 namespace simkit::angio {
@@ -295,12 +296,16 @@ TEST(AngioCuda, AndersonChaplainInitialStateStaysBitwiseEqual) {
 
 // The TMA kernels' fp32 division by 1 + alpha c (quotient's fast path, model.hpp: no range check, no
 // slow path) gives the same bits as a / b as the other kernels and the host divide (subnormals
-// flushed): for every float b in [1, 2^24) with A&C's chi0, the expanded form's 1 and other
-// numerators; for every float b in [2^-60, 2^60) with 1 and 0.38; for 2^32 random pairs with
-// exponents in [-60, 60]. Beyond that range the dropped check matters, which the last line shows (a
-// reciprocal below 2^-126 is flushed, the quotient is not), so the comparison can fail.
+// flushed). Its refined reciprocal is the correctly rounded 1/b for every float b in [1, 2) (with
+// Markstein's theorem, the quotient is then correctly rounded for every a and b away from overflow
+// and underflow); and, directly: for every float b in [1, 2^24) with A&C's chi0, the expanded form's
+// 1 and other numerators; for every float b in [2^-60, 2^60) with 1 and 0.38; for 2^32 random pairs
+// with exponents in [-60, 60] and either sign. Beyond that range the dropped check matters, which
+// the last line shows (a reciprocal below 2^-126 is flushed, the quotient is not), so the
+// comparison can fail.
 TEST(AngioCuda, QuotientFastPathIsDivision) {
   SIMKIT_SKIP_WITHOUT_CUDA();
+  EXPECT_EQ(detail::cuda::reciprocal_mismatches(), 0u);
   for (float a : {1.0f, 0.38f, 0.26f, 2.6f, 0.0f, 1e-3f, 7.5e-7f, 123.456f, 1e6f}) {
     EXPECT_EQ(detail::cuda::quotient_mismatches(a, 1.0f, 0x1p24f), 0u) << "a = " << a;
   }
@@ -310,13 +315,16 @@ TEST(AngioCuda, QuotientFastPathIsDivision) {
   EXPECT_GT(detail::cuda::quotient_mismatches(2.6f, 0x1p126f, 0x1p127f), 1000000u);
 }
 
-// Where the c a run starts from puts that division out of its exact range, the solver leaves the TMA
-// kernels for the classic ones: one node's c at 3.3e38 makes 1 + alpha c about 1e38 on its faces,
-// where chi0 / (1 + alpha c) is a normal float but the fast path's reciprocal is flushed to zero.
-// Bitwise equal to the reference with the check; with Tuning::unchecked_quotient the TMA kernel runs
-// anyway and its n differs at that node, so the case does exercise the check.
+// The solver takes the TMA kernels (on a GPU that has them) only where that division is exact: not
+// for a starting c below 0, above 2^40 / alpha or NaN, nor for chi0 = -0 or above 2^60. Where it
+// does not, the classic kernels run: one node's c at 3.3e38 makes 1 + alpha c about 1e38 on its
+// faces, where chi0 / (1 + alpha c) is a normal float but the fast path's reciprocal is flushed to
+// zero. Bitwise equal to the reference with the check; with Tuning::unchecked_quotient the TMA
+// kernel runs anyway and its n differs at that node, so the case does exercise the check.
 TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
   SIMKIT_SKIP_WITHOUT_CUDA();
+  const CudaStatus status = cuda_status();
+  const bool hopper = !status.devices.empty() && status.devices[0].compute_major >= 9;
   std::mt19937_64 rng(5);
   Problem p;
   p.grid = Grid{36, 19, 23, 1.0 / 35};
@@ -324,8 +332,35 @@ TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
   p.model.diffusion = 0.02;
   p.model.chemotaxis = 2.6;
   p.precision = Precision::Fp32;
-  Fields<float> initial = random_fields<float>(p.grid, rng);
+  const Fields<float> smooth = random_fields<float>(p.grid, rng);
+  detail::cuda::Tuning tuning;
+  tuning.chunk = 5;
+  tuning.tma = 2;
+  tuning.tma_rows = 2;
+  tuning.tma_wide = true;
   const std::size_t big = p.grid.index(17, 9, 11);
+  {
+    // Which starts the check admits.
+    auto takes = [&](const Problem& problem, const Fields<float>& u) {
+      return detail::cuda::takes_tma_kernels(*detail::cuda::make<float>(problem, u, 0, tuning));
+    };
+    EXPECT_EQ(takes(p, smooth), hopper);
+    Fields<float> u = smooth;
+    u.c[big] = -1e-3f;
+    EXPECT_FALSE(takes(p, u)) << "c < 0";
+    u.c[big] = 0x1p41f;
+    EXPECT_FALSE(takes(p, u)) << "c > 2^40 / alpha";
+    u.c[big] = std::nanf("");
+    EXPECT_FALSE(takes(p, u)) << "c NaN";
+    Problem q = p;
+    q.model.chemotaxis = -0.0;
+    EXPECT_FALSE(takes(q, smooth)) << "chi0 = -0";
+    q.model.chemotaxis = 0x1p61;
+    EXPECT_FALSE(takes(q, smooth)) << "chi0 > 2^60";
+    q.model.chemotaxis = 0.0;
+    EXPECT_EQ(takes(q, smooth), hopper) << "chi0 = +0";
+  }
+  Fields<float> initial = smooth;
   initial.c[big] = 3.3e38f;
   p.dt = 1e-6;  // (the stability check's k, about 1e-77 here, is 0 in fp32: n would not move)
   RunOptions options;
@@ -335,20 +370,16 @@ TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
   reference->read(want);
   ASSERT_TRUE(std::all_of(want.n.begin(), want.n.end(), [](float v) { return std::isfinite(v); }));
   for (bool unchecked : {false, true}) {
-    detail::cuda::Tuning tuning;
-    tuning.chunk = 5;
-    tuning.tma = 2;
-    tuning.tma_rows = 2;
-    tuning.tma_wide = true;
     tuning.unchecked_quotient = unchecked;
     auto gpu = detail::cuda::make<float>(p, initial, 0, tuning);
+    EXPECT_EQ(detail::cuda::takes_tma_kernels(*gpu), unchecked && hopper);
     gpu->advance(5, false);
     Fields<float> got;
     gpu->read(got);
     std::size_t differ = 0;
     for (std::size_t id = 0; id < p.grid.nodes(); ++id)
       differ += std::memcmp(&want.n[id], &got.n[id], sizeof(float)) != 0;
-    if (unchecked) {
+    if (unchecked && hopper) {
       EXPECT_GT(differ, 0u) << "the TMA kernel without the check: expected n to differ near node " << big;
     } else {
       EXPECT_EQ(differ, 0u);
@@ -381,6 +412,9 @@ TEST(AngioCuda, DefaultTmaKernelsAgree) {
     RunOptions options;
     auto reference = make_solver<T>(p, initial, Backend::Reference, options);
     auto gpu = make_solver<T>(p, initial, Backend::Cuda, options);
+    const CudaStatus status = cuda_status();
+    const bool hopper = !status.devices.empty() && status.devices[0].compute_major >= 9;
+    EXPECT_EQ(detail::cuda::takes_tma_kernels(*gpu), hopper) << "the TMA kernels on a GPU that has them";
     for (int steps : {7, 10, 4}) {  // odd (a single step last), a series row on a pair's end, even
       SCOPED_TRACE(testing::Message() << (std::is_same_v<T, float> ? "fp32 " : "fp64 ")
                                       << (form == Form::Flux ? "flux" : "expanded") << " D_c " << taf_diffusion

@@ -44,13 +44,15 @@ using ::simkit::cuda::tma_load_3d;
 
 constexpr int kThreads = 256;
 
-// Whether the TMA kernels may divide through quotient's fast path (model.hpp): in fp32, chi0 = 0 or
-// |chi0| in [2^-60, 2^60] (the numerators: chi0, and 1 in the expanded form), and every c of the
-// start (`c`: n values on the device) in [0, 2^40 / alpha] (2^100 for alpha = 0), so that each
-// denominator 1 + alpha c (c a node's value or the mean of two) lies in [1, 2^40 + 1]. c then
-// grows by a factor of 2^20 before it leaves the range where the fast path is exact, which only a
-// run that blows up does (the expanded form's uptake adds to c where n < 0; diffusion and uptake
-// otherwise keep c within its start's bounds). In fp64 every kernel divides as a / b.
+// Whether the TMA kernels may divide through quotient's fast path (model.hpp): in fp32, chi0 = +0 or
+// chi0 in [2^-60, 2^60] (the numerators: chi0, and 1 in the expanded form; -0 would give +0 where
+// a / b gives -0), and every c of the start (`c`: n values on the device) in [0, 2^40 / alpha]
+// (2^100 for alpha = 0), so that each denominator 1 + alpha c (c a node's value or the mean of two)
+// lies in [1, 2^40 + 1]. A distributed run decides on every rank's c together (the constructor),
+// since c moves between slabs. c then grows by a factor of 2^20 before it leaves the range where
+// the fast path is exact, which only a run that blows up does (the expanded form's uptake adds to
+// c where n < 0; diffusion and uptake otherwise keep c within its start's bounds). In fp64 every
+// kernel divides as a / b.
 struct OutsideQuotientRange {
   float limit;
   __host__ __device__ bool operator()(float c) const { return !(c >= 0.0f && c <= limit); }
@@ -62,7 +64,8 @@ bool quotient_in_range(const ModelParams& model, const T* c, std::size_t n) {
   } else {
     const float chi = static_cast<float>(model.chemotaxis), alpha = static_cast<float>(effective_saturation(model));
     const float lo = 0x1p-60f, hi = 0x1p60f;
-    if (!(chi == 0.0f || (std::abs(chi) >= lo && std::abs(chi) <= hi)) || !(alpha >= 0.0f && alpha <= hi)) return false;
+    if (!((chi == 0.0f && !std::signbit(chi)) || (chi >= lo && chi <= hi)) || !(alpha >= 0.0f && alpha <= hi))
+      return false;
     const float limit = alpha > 0.0f ? 0x1p40f / alpha : 0x1p100f;
     return thrust::count_if(thrust::device, c, c + n, OutsideQuotientRange{limit}) == 0;
   }
@@ -97,6 +100,15 @@ __global__ void quotient_random_kernel(std::uint64_t count, std::uint64_t seed, 
     const float a = __uint_as_float((u & 0x80000000u) | (ea << 23) | (v & 0x7fffffu));
     const float b = __uint_as_float((v & 0x80000000u) | (eb << 23) | (u & 0x7fffffu));
     mine += __float_as_uint(quotient<true>(a, b)) != __float_as_uint((a / b));
+  }
+  if (mine != 0) atomicAdd(differ, mine);
+}
+__global__ void reciprocal_sweep_kernel(std::uint32_t lo, std::uint64_t count, unsigned long long* differ) {
+  unsigned long long mine = 0;
+  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
+       k += std::uint64_t{gridDim.x} * blockDim.x) {
+    const float b = __uint_as_float(lo + static_cast<std::uint32_t>(k));
+    mine += __float_as_uint(refined_reciprocal(b)) != __float_as_uint(1.0f / b);
   }
   if (mine != 0) atomicAdd(differ, mine);
 }
@@ -988,9 +1000,12 @@ class CudaSolver final : public Solver<T> {
     total_.resize(1);
     SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
     // The TMA kernels divide by 1 + alpha c through the division's fast path (quotient in model.hpp):
-    // only where that is the same bits as a / b; otherwise the classic kernels run.
-    quotient_in_range_ = tuning_.unchecked_quotient || quotient_in_range(p.model, c_[0].data(), g_.nodes());
-    if (tuning_.tma > 0 && !tuning_.naive && quotient_in_range_) tma_ = make_tma_maps();
+    // only where that is the same bits as a / b; otherwise the classic kernels run. Slabs decide
+    // together (every rank takes part), as c diffuses from one slab into the next.
+    bool tma = tuning_.tma > 0 && !tuning_.naive &&
+               (tuning_.unchecked_quotient || quotient_in_range(p.model, c_[0].data(), g_.nodes()));
+    if (link_) tma = link_->all(tma);
+    if (tma) tma_ = make_tma_maps();
     if (link_) {
       // Slabs take two steps per pass only if every rank does (each pass ends in one exchange), and
       // then exchange two planes a side (the pair reads two beyond the planes it writes).
@@ -1071,6 +1086,7 @@ class CudaSolver final : public Solver<T> {
   }
 
   std::string device() const override { return device_name_; }
+  bool takes_tma_kernels() const { return tma_; }  // (tests)
 
   void set_device_name(std::string name) { device_name_ = std::move(name); }
 
@@ -1600,7 +1616,6 @@ class CudaSolver final : public Solver<T> {
   // [side][done 0/1, copy 0/1] and planes held, this rank's events (done 0/1, copy 0/1), the steps
   // taken (the same on every rank) and the last step whose notices were consumed.
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
-  bool quotient_in_range_ = true;  // the TMA kernels may run: quotient's fast path is exact (quotient_in_range)
   bool tma_configured_ = false;  // its shared memory allowance is set
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
@@ -1679,11 +1694,24 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   return make<T>(problem, initial, options.device, tuning, slab);
 }
 
+template <class T>
+bool takes_tma_kernels(const Solver<T>& solver) {
+  const auto* cuda = dynamic_cast<const CudaSolver<T>*>(&solver);
+  return cuda != nullptr && cuda->takes_tma_kernels();
+}
+template bool takes_tma_kernels<float>(const Solver<float>&);
+template bool takes_tma_kernels<double>(const Solver<double>&);
+
 std::uint64_t quotient_mismatches(float a, float b_lo, float b_hi) {
   const std::uint32_t lo = std::bit_cast<std::uint32_t>(b_lo), hi = std::bit_cast<std::uint32_t>(b_hi);
   if (!(b_lo > 0 && b_hi > b_lo)) throw InternalError("quotient_mismatches: expected 0 < b_lo < b_hi");
   return count_quotient_mismatches(
       [&](unsigned long long* differ) { quotient_sweep_kernel<<<1056, 256>>>(a, lo, hi - lo, differ); });
+}
+std::uint64_t reciprocal_mismatches() {
+  const std::uint32_t lo = std::bit_cast<std::uint32_t>(1.0f), hi = std::bit_cast<std::uint32_t>(2.0f);
+  return count_quotient_mismatches(
+      [&](unsigned long long* differ) { reciprocal_sweep_kernel<<<1056, 256>>>(lo, hi - lo, differ); });
 }
 std::uint64_t random_quotient_mismatches(std::uint64_t count, std::uint64_t seed) {
   return count_quotient_mismatches(

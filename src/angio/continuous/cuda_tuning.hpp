@@ -35,10 +35,19 @@ template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning,
                                 const SlabSetup& slab);
 
+// Tests: whether `solver` (made by make above, or make_solver with the cuda backend) takes the TMA
+// kernels (the tma kernel's maps are made: Tuning::tma, the grid, the device and the range of
+// quotient's fast path allow it).
+template <class T>
+bool takes_tma_kernels(const Solver<T>& solver);
+
 // Tests: how many results of the TMA kernels' fp32 division (quotient's fast path, model.hpp) differ
 // from a / b on the device, over the floats b in [b_lo, b_hi) (0 < b_lo < b_hi) for a fixed a, or over
 // `count` random pairs (a, b) with exponents in [-60, 60] and random signs.
 std::uint64_t quotient_mismatches(float a, float b_lo, float b_hi);
+// Tests: how many floats b in [1, 2) give a refined reciprocal (model.hpp) other than the correctly
+// rounded 1 / b.
+std::uint64_t reciprocal_mismatches();
 std::uint64_t random_quotient_mismatches(std::uint64_t count, std::uint64_t seed);
 
 }  // namespace simkit::angio::detail::cuda
