@@ -9,6 +9,7 @@
 
 #include <thrust/count.h>
 #include <thrust/execution_policy.h>
+#include <thrust/system_error.h>
 
 #include <algorithm>
 #include <array>
@@ -67,7 +68,12 @@ bool quotient_in_range(const ModelParams& model, const T* c, std::size_t n) {
     if (!((chi == 0.0f && !std::signbit(chi)) || (chi >= lo && chi <= hi)) || !(alpha >= 0.0f && alpha <= hi))
       return false;
     const float limit = alpha > 0.0f ? 0x1p40f / alpha : 0x1p100f;
-    return thrust::count_if(thrust::device, c, c + n, OutsideQuotientRange{limit}) == 0;
+    try {
+      return thrust::count_if(thrust::device, c, c + n, OutsideQuotientRange{limit}) == 0;
+    } catch (const thrust::system_error& e) {  // (as SIMKIT_CUDA_CHECK reports a failed call)
+      ::simkit::cuda::throw_cuda_error(static_cast<cudaError_t>(e.code().value()), "thrust::count_if", __FILE__,
+                                       __LINE__);
+    }
   }
 }
 

@@ -9,7 +9,8 @@
 namespace simkit::angio::detail::cuda {
 
 struct Tuning {
-  int chunk = 8;             // planes per block column (0: all of them; 8 to 47 measured best, docs/performance.md)
+  int chunk = 8;             // planes per block column (0: all of them; marching kernel: 8 to 47 measured best; the
+                             // TMA kernels: 35, docs/performance.md)
   bool naive = false;        // one thread per node, every load through the caches (baseline)
   int tile_x = 32;           // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
   bool pair = false;         // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
