@@ -31,6 +31,12 @@ Fields<T> random_fields(const Grid& g, std::mt19937_64& rng) {
   return test_fields::cosine_fields<T>(g, rng);
 }
 
+// Whether device 0 has the Tensor Memory Accelerator (Hopper, sm_90), which the TMA kernels need.
+bool has_tma() {
+  const CudaStatus status = cuda_status();
+  return !status.devices.empty() && status.devices[0].compute_major >= 9;
+}
+
 template <class T>
 double max_abs(const std::vector<T>& v) {
   double m = 0;
@@ -323,8 +329,7 @@ TEST(AngioCuda, QuotientFastPathIsDivision) {
 // kernel runs anyway and its n differs at that node, so the case does exercise the check.
 TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  const CudaStatus status = cuda_status();
-  const bool hopper = !status.devices.empty() && status.devices[0].compute_major >= 9;
+  const bool hopper = has_tma();
   std::mt19937_64 rng(5);
   Problem p;
   p.grid = Grid{36, 19, 23, 1.0 / 35};
@@ -412,8 +417,7 @@ TEST(AngioCuda, DefaultTmaKernelsAgree) {
     RunOptions options;
     auto reference = make_solver<T>(p, initial, Backend::Reference, options);
     auto gpu = make_solver<T>(p, initial, Backend::Cuda, options);
-    const CudaStatus status = cuda_status();
-    const bool hopper = !status.devices.empty() && status.devices[0].compute_major >= 9;
+    const bool hopper = has_tma();
     EXPECT_EQ(detail::cuda::takes_tma_kernels(*gpu), hopper) << "the TMA kernels on a GPU that has them";
     for (int steps : {7, 10, 4}) {  // odd (a single step last), a series row on a pair's end, even
       SCOPED_TRACE(testing::Message() << (std::is_same_v<T, float> ? "fp32 " : "fp64 ")

@@ -25,6 +25,7 @@
 #include "angio/continuous/kernels.hpp"
 #include "angio/stage.cuh"
 #include "core/cuda_check.cuh"
+#include "core/rng.hpp"
 #include "core/tma.cuh"
 #include "simkit/core/cuda_info.hpp"
 #include "simkit/core/error.hpp"
@@ -78,54 +79,50 @@ bool quotient_in_range(const ModelParams& model, const T* c, std::size_t n) {
 }
 
 // quotient's fast path against a / b as the other kernels divide (div.rn.ftz.f32: angio's device code
-// flushes fp32 subnormals, as its host code does) (tests): over the floats b in [lo, hi) for a fixed
-// a, or over random pairs with exponents in [-60, 60] and random signs.
-__global__ void quotient_sweep_kernel(float a, std::uint32_t lo, std::uint64_t count, unsigned long long* differ) {
-  unsigned long long mine = 0;
-  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
-       k += std::uint64_t{gridDim.x} * blockDim.x) {
+// flushes fp32 subnormals, as its host code does) (tests): each functor says whether case k differs;
+// count_mismatches counts the cases that do.
+struct QuotientSweep {  // b: the k-th float from `lo` on, a fixed
+  float a;
+  std::uint32_t lo;
+  __device__ bool operator()(std::uint64_t k) const {
     const float b = __uint_as_float(lo + static_cast<std::uint32_t>(k));
-    mine += __float_as_uint(quotient<true>(a, b)) != __float_as_uint((a / b));
+    return __float_as_uint(quotient<true>(a, b)) != __float_as_uint(a / b);
   }
-  if (mine != 0) atomicAdd(differ, mine);
-}
-__device__ std::uint32_t mix32(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<std::uint32_t>(x);
-}
-__global__ void quotient_random_kernel(std::uint64_t count, std::uint64_t seed, unsigned long long* differ) {
-  unsigned long long mine = 0;
-  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
-       k += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t u = mix32(seed ^ (2 * k)), v = mix32(seed ^ (2 * k + 1));
-    const std::uint32_t ea = 127 - 60 + (u >> 23) % 121, eb = 127 - 60 + (v >> 23) % 121;
-    const float a = __uint_as_float((u & 0x80000000u) | (ea << 23) | (v & 0x7fffffu));
-    const float b = __uint_as_float((v & 0x80000000u) | (eb << 23) | (u & 0x7fffffu));
-    mine += __float_as_uint(quotient<true>(a, b)) != __float_as_uint((a / b));
-  }
-  if (mine != 0) atomicAdd(differ, mine);
-}
-__global__ void reciprocal_sweep_kernel(std::uint32_t lo, std::uint64_t count, unsigned long long* differ) {
-  unsigned long long mine = 0;
-  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
-       k += std::uint64_t{gridDim.x} * blockDim.x) {
+};
+struct ReciprocalSweep {  // the refined reciprocal of the k-th float from `lo` on, against 1 / b
+  std::uint32_t lo;
+  __device__ bool operator()(std::uint64_t k) const {
     const float b = __uint_as_float(lo + static_cast<std::uint32_t>(k));
-    mine += __float_as_uint(refined_reciprocal(b)) != __float_as_uint(1.0f / b);
+    return __float_as_uint(refined_reciprocal(b)) != __float_as_uint(1.0f / b);
   }
-  if (mine != 0) atomicAdd(differ, mine);
+};
+struct RandomQuotients {  // a and b from Philox draws: exponents in [-60, 60], random signs
+  std::uint64_t seed;
+  __device__ bool operator()(std::uint64_t k) const {
+    const auto w = RngStream(seed, StreamId::from64(k >> 32)).block(static_cast<std::uint32_t>(k));
+    const std::uint32_t ea = 127 - 60 + w.v[0] % 121, eb = 127 - 60 + w.v[1] % 121;
+    const float a = __uint_as_float((w.v[2] & 0x80000000u) | (ea << 23) | (w.v[2] & 0x7fffffu));
+    const float b = __uint_as_float((w.v[3] & 0x80000000u) | (eb << 23) | (w.v[3] & 0x7fffffu));
+    return __float_as_uint(quotient<true>(a, b)) != __float_as_uint(a / b);
+  }
+};
+template <class Differs>
+__global__ void count_mismatches_kernel(std::uint64_t count, Differs differs, unsigned long long* total) {
+  unsigned long long mine = 0;
+  for (std::uint64_t k = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; k < count;
+       k += std::uint64_t{gridDim.x} * blockDim.x)
+    mine += differs(k) ? 1 : 0;
+  if (mine != 0) atomicAdd(total, mine);
 }
-std::uint64_t count_quotient_mismatches(const auto& launch) {
-  DeviceBuffer<unsigned long long> differ;
-  differ.resize(1);
-  SIMKIT_CUDA_CHECK(cudaMemset(differ.data(), 0, sizeof(unsigned long long)));
-  launch(differ.data());
+template <class Differs>
+std::uint64_t count_mismatches(std::uint64_t count, Differs differs) {
+  DeviceBuffer<unsigned long long> total;
+  total.resize(1);
+  SIMKIT_CUDA_CHECK(cudaMemset(total.data(), 0, sizeof(unsigned long long)));
+  count_mismatches_kernel<<<1056, 256>>>(count, differs, total.data());
   SIMKIT_CUDA_CHECK_LAUNCH();
   SIMKIT_CUDA_CHECK(cudaDeviceSynchronize());
-  return differ.to_host()[0];
+  return total.to_host()[0];
 }
 
 // Blocks per SM the register budget must allow: the fp32 step kernels without the reduction fit
@@ -1709,19 +1706,16 @@ template bool takes_tma_kernels<float>(const Solver<float>&);
 template bool takes_tma_kernels<double>(const Solver<double>&);
 
 std::uint64_t quotient_mismatches(float a, float b_lo, float b_hi) {
-  const std::uint32_t lo = std::bit_cast<std::uint32_t>(b_lo), hi = std::bit_cast<std::uint32_t>(b_hi);
   if (!(b_lo > 0 && b_hi > b_lo)) throw InternalError("quotient_mismatches: expected 0 < b_lo < b_hi");
-  return count_quotient_mismatches(
-      [&](unsigned long long* differ) { quotient_sweep_kernel<<<1056, 256>>>(a, lo, hi - lo, differ); });
+  const std::uint32_t lo = std::bit_cast<std::uint32_t>(b_lo);
+  return count_mismatches(std::bit_cast<std::uint32_t>(b_hi) - lo, QuotientSweep{a, lo});
 }
 std::uint64_t reciprocal_mismatches() {
-  const std::uint32_t lo = std::bit_cast<std::uint32_t>(1.0f), hi = std::bit_cast<std::uint32_t>(2.0f);
-  return count_quotient_mismatches(
-      [&](unsigned long long* differ) { reciprocal_sweep_kernel<<<1056, 256>>>(lo, hi - lo, differ); });
+  const std::uint32_t lo = std::bit_cast<std::uint32_t>(1.0f);
+  return count_mismatches(std::bit_cast<std::uint32_t>(2.0f) - lo, ReciprocalSweep{lo});
 }
 std::uint64_t random_quotient_mismatches(std::uint64_t count, std::uint64_t seed) {
-  return count_quotient_mismatches(
-      [&](unsigned long long* differ) { quotient_random_kernel<<<1056, 256>>>(count, seed, differ); });
+  return count_mismatches(count, RandomQuotients{seed});
 }
 
 template std::unique_ptr<Solver<float>> make<float>(const Problem&, const Fields<float>&, int, const Tuning&,
