@@ -40,6 +40,7 @@ using namespace simkit::angio;
 Grid bench_grid(int which) {
   if (which == 0 || which == 3) return Grid{400, 400, 140, 1.0 / 399};
   if (which == 1) return Grid{200, 200, 70, 1.0 / 199};
+  if (which == 4) return Grid{448, 400, 140, 1.0 / 399};
   return Grid{2048, 2048, 1, 1.0 / 2047};
 }
 
@@ -196,7 +197,10 @@ void run_case(benchmark::State& state) {
       tuning.tma = static_cast<int>(state.range(7) % 10);
       tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
       tuning.tma_release = state.range(7) / 100 % 10 == 1;
-      tuning.tma_wide = state.range(7) >= 1000;
+      tuning.tma_wide = state.range(7) / 1000 == 1;
+      if (state.range(7) / 1000 == 2) tuning.tma_width = std::is_same_v<T, float> ? 80 : 40;
+      tuning.tma_chunk = tuning.chunk;  // (chunk 0: the solver's rule)
+      tuning.chunk = 35;
     }
     tuning.blocks = static_cast<int>(state.range(9));
     solver = detail::cuda::make<T>(p, u0, 0, tuning);
@@ -244,6 +248,19 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
     b->Args({3, 0, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (22 default)
   }
   for (int tile : {32, 64, 16}) b->Args({3, 0, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
+  for (int chunk : {14, 20, 24, 28, 47, 70}) {
+    b->Args({3, 0, 0, 1, chunk, 0, 0, 1022, 7, 0});  // flux default, chunks
+    b->Args({3, 0, 0, 0, chunk, 0, 0, 16, 8, 0});    // expanded default (pair), chunks
+  }
+  for (int chunk : {35, 47}) b->Args({3, 0, 4, 1, chunk, 0, 0, 1022, 7, 0});  // 448 x 400 x 140: whole tiles
+  for (int chunk : {0, 14, 16, 18, 20, 24, 35, 47}) b->Args({3, 0, 0, 1, chunk, 0, 0, 2022, 7, 0});  // flux, 80 x 8
+  for (int chunk : {0, 18}) b->Args({3, 0, 0, 1, chunk, 0, 0, 2012, 7, 0});   // flux, 80 x 8 in 20 warps
+  for (int chunk : {0, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 2021, 7, 0});   // expanded single step, 80 x 8
+  b->Args({3, 0, 0, 0, 0, 0, 0, 1021, 7, 0});                                 // expanded single step, 64 x 8
+  b->Args({3, 0, 0, 1, 0, 0, 0, 1022, 7, 0});                                 // flux, 64 x 8, chunk rule
+  b->Args({3, 0, 4, 1, 0, 0, 0, 1022, 7, 0});                                 // the same on 448 x 400 x 140
+  for (int chunk : {24, 35}) b->Args({3, 0, 0, 1, chunk, 0, 0, 1023, 7, 0});  // flux, three planes ahead
+  b->Args({3, 0, 0, 1, 35, 0, 0, 2023, 7, 0});                                // flux, 80 x 8, three ahead
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});                              // series every call (10 steps)
   b->Args({3, 0, 0, 0, 35, 0, 1, 121, 7, 0});  // the same with the TMA default (series steps: marching)
   b->Args({3, 0, 1, 0, 35, 0, 0, 121, 7, 0});  // 200 x 200 x 70, TMA default
@@ -272,6 +289,13 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
     b->Args({3, 1, 0, 1, 35, 0, 0, variant, 7, 0});  // flux (2 default)
   }
   for (int tile : {32, 64}) b->Args({3, 1, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
+  for (int chunk : {14, 20, 24, 28, 47, 70}) {
+    b->Args({3, 1, 0, 1, chunk, 0, 0, 22, 7, 0});  // flux default, chunks
+    b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 8, 0});  // expanded default (pair), chunks
+  }
+  for (int chunk : {24, 35, 47}) b->Args({3, 1, 0, 1, chunk, 0, 0, 2022, 7, 0});  // flux, 40 x 16 tiles
+  b->Args({3, 1, 0, 1, 0, 0, 0, 22, 7, 0});                                       // flux default, chunk rule
+  b->Args({3, 1, 0, 1, 35, 0, 0, 23, 7, 0});                                      // flux, three planes ahead
   b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});                               // staged, 1 plane in flight
   b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});                               // staged, no register cap
   b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});                               // default, series

@@ -151,17 +151,22 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
 // 16-row tiles), which skip their work.
 TEST(AngioCuda, TmaKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  const Grid grids[] = {
-      {4, 9, 7, 1.0 / 3}, {32, 8, 5, 1.0 / 31}, {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131}, {72, 13, 9, 1.0 / 71}};
+  const Grid grids[] = {{4, 9, 7, 1.0 / 3},    {32, 8, 5, 1.0 / 31},  {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131},
+                        {72, 13, 9, 1.0 / 71}, {88, 13, 9, 1.0 / 87}, {80, 16, 6, 1.0 / 79}};
   for (const Grid& g : grids) {
-    for (int shape = 0; shape < 4; ++shape)
+    for (int shape = 0; shape < 6; ++shape)
       for (int chunk : {0, 1, 3, 5}) {
         detail::cuda::Tuning tma;
         tma.tma = 1 + chunk % 2;
-        tma.tma_wide = shape >= 2;  // 32 x 8, 32 x 16, 64 x 8, 64 x 16
+        tma.tma_wide = shape == 2 || shape == 3;  // 32 x 8, 32 x 16, 64 x 8, 64 x 16
         tma.tma_rows = (shape % 2 + 1) * (tma.tma_wide ? 2 : 1);
+        // 4, 5: 80 x 8 (fp32) and 40 x 16 (fp64) in blocks of 10 warps, whose warps straddle rows;
+        // 5: three planes ahead in the flux form (the expanded form takes two)
+        if (shape >= 4) tma.tma_width = 80;
+        if (shape == 5) tma.tma = 3;
         tma.tma_release = (chunk + shape) % 2 == 1;
         tma.chunk = chunk;
+        tma.tma_chunk = chunk;  // (0: the solver's rule)
         compare_with_reference<float>(g, Form::Expanded, 21, 80 + chunk, tma);
         compare_with_reference<float>(g, Form::Flux, 20, 81 + chunk, tma, 0.002);
         compare_with_reference<double>(g, Form::Expanded, 20, 82 + chunk, tma, 0.002);
@@ -198,6 +203,7 @@ TEST(AngioCuda, TmaPairKernelAgrees) {
       compare_with_reference<double>(g, Form::Expanded, 21, 96 + chunk, tma);
       tma.staged = 0;
       tma.chunk = chunk + 1;  // the flux form takes the one-step TMA kernel
+      tma.tma_chunk = chunk + 1;
       compare_with_reference<float>(g, Form::Flux, 21, 94 + chunk, tma, 0.002);
     }
   }
@@ -395,8 +401,9 @@ TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
 
 // The CLI's own choice of kernels and tiles (make with RunOptions: the TMA pair on 32 x 16 tiles
 // in fp32 and 32 x 8 in fp64, the single-step TMA kernel for odd steps and series rows, the flux
-// form's), forced onto a grid below its size rule by SIMKIT_ANGIO_KERNEL=tma: bitwise equal to the
-// reference, fields and series rows, both precisions and forms, TAF diffusion on and off.
+// form's, on 80 x 8 tiles in fp32 here, where they pad the width less than 64 x 8, and its chunk rule), forced onto a
+// grid below its size rule by SIMKIT_ANGIO_KERNEL=tma: bitwise equal to the reference, fields and series rows, both
+// precisions and forms, TAF diffusion on and off.
 TEST(AngioCuda, DefaultTmaKernelsAgree) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   struct Env {

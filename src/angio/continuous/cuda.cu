@@ -308,9 +308,10 @@ __global__ void __launch_bounds__(kThreads, kMin)
 // and one row above and below the tile.
 template <class T, int kW, int kRows, int kWarps>
 struct TmaBox {
-  static_assert(kW == 32 || kW == 64);
-  static constexpr int kWarpsX = kW / 32;            // warps across a row
-  static constexpr int kRowStep = kWarps / kWarpsX;  // between a thread's rows
+  // Thread t's node r is node t + 32 kWarps r of the tile in row-major order: column t % kW, row
+  // t / kW + kRowStep r (a warp's lanes may straddle two rows where kW is not a multiple of 32).
+  static_assert(32 * kWarps % kW == 0 && kW * static_cast<int>(sizeof(T)) % 32 == 0);
+  static constexpr int kRowStep = 32 * kWarps / kW;  // between a thread's rows
   static constexpr int kTileY = kRowStep * kRows;    // rows of the tile
   static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
   static constexpr int kX = kW + 2 * kPad;
@@ -357,8 +358,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
   extern __shared__ __align__(128) unsigned char tma_smem[];
   std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kSlots * Box::kSlotBytes);
   std::uint64_t* empty = full + kSlots;
-  const int tx = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int cx = tx + 32 * (warp % Box::kWarpsX), ty = warp / Box::kWarpsX;  // column, first row in the tile
+  const int tx = threadIdx.x % 32;
+  const int cx = threadIdx.x % kW, ty = threadIdx.x / kW;  // column, first row in the tile
   const int i0 = blockIdx.x * kW, j0 = blockIdx.y * Box::kTileY;
   const int i = i0 + cx;
   const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
@@ -955,6 +956,19 @@ __global__ void __launch_bounds__(kThreads) tree_kernel(const Partial* __restric
   block_reduce(part, out);
 }
 
+// Planes a block column of the single-step TMA kernel marches (Tuning::tma_chunk; 0: this rule):
+// about five waves of blocks (tiles x chunks over the blocks the device holds at once), at least 14
+// planes (each chunk also reads the planes just below and above it) and at most the slab's planes.
+// Measured on an H200 at 400 x 400 x 140 (docs/performance.md): fp32 flux on 80 x 8 tiles was best
+// at 18 planes (8 chunks, 5.1 waves), fp64 flux on 32 x 16 tiles at 35 (4 chunks, 4.9 waves); 2.5
+// and 6 waves were 1-3 points of copy slower.
+inline int tma_chunk(int requested, long long tiles, long long resident, int planes) {
+  if (requested > 0) return std::min(requested, std::max(planes, 1));
+  const long long chunks = std::max(1LL, (5 * resident + tiles / 2) / std::max(tiles, 1LL));
+  const long long chunk = (planes + chunks - 1) / chunks;
+  return static_cast<int>(std::clamp<long long>(chunk, std::min(14, planes), std::max(planes, 1)));
+}
+
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
@@ -1389,6 +1403,9 @@ class CudaSolver final : public Solver<T> {
     reduced_plane_blocks_ = static_cast<int>(grid_.x * grid_.y);
     if (tma_ && !reduce) {
       if (tuning_.tma == 1) return launch_tma_slots<kDims, kFlux, 3>(in, out);
+      if constexpr (kFlux && kDims == 3) {
+        if (tuning_.tma == 3) return launch_tma_slots<kDims, kFlux, 5>(in, out);
+      }
       return launch_tma_slots<kDims, kFlux, 4>(in, out);
     }
     if (tuning_.staged > 0 && !tuning_.naive) {
@@ -1415,15 +1432,25 @@ class CudaSolver final : public Solver<T> {
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
-    constexpr int kMin = kTmaMinBlocks<T, kRows> * 8 / kWarps;
+    // (blocks of 10 warps: registers for 3 a SM in fp32, 64 a thread as with 4 blocks of 8 warps; 2 in fp64)
+    constexpr int kMin = kWarps == 10   ? (sizeof(T) == 4 ? 3 : 2)
+                         : kWarps == 20 ? 2
+                                        : kTmaMinBlocks<T, kRows> * 8 / kWarps;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
+    const int tiles_x = (g_.nx + kW - 1) / kW, tiles_y = (g_.ny + Box::kTileY - 1) / Box::kTileY;
     if (!tma_configured_) {  // a solver launches one instance, on its device: the shared memory it may take
       SIMKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      int per_sm = 0, sms = 0;
+      SIMKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWarps, smem));
+      SIMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+      tma_chunk_ = tma_chunk(tuning_.tma_chunk, static_cast<long long>(tiles_x) * tiles_y,
+                             static_cast<long long>(per_sm) * sms, slab_.own_end - slab_.own_begin);
       tma_configured_ = true;
     }
-    const dim3 grid((g_.nx + kW - 1) / kW, (g_.ny + Box::kTileY - 1) / Box::kTileY, grid_.z);
-    kernel<<<grid, 32 * kWarps, smem>>>(dims_, FastQuotientParams<T>{m_}, sc_, chunk_, maps_.data() + 3 * in,
+    // The TMA kernels reduce nothing, so their chunks need not line up with the slabs' (kSlabAlignment).
+    const dim3 grid(tiles_x, tiles_y, static_cast<unsigned>((dims_.lend - dims_.lbase + tma_chunk_ - 1) / tma_chunk_));
+    kernel<<<grid, 32 * kWarps, smem>>>(dims_, FastQuotientParams<T>{m_}, sc_, tma_chunk_, maps_.data() + 3 * in,
                                         n_[out].data(), f_[out].data(),
                                         c_[out].data());  // never a series step: no partials
   }
@@ -1469,6 +1496,13 @@ class CudaSolver final : public Solver<T> {
   // (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
   template <class F>
   decltype(auto) with_tma_tile(F&& f) const {
+    if (tuning_.tma_width == 80 || tuning_.tma_width == 40) {  // 80 x 8 (fp32), 40 x 16 (fp64), in 10 warps
+      if constexpr (sizeof(T) == 4) {
+        if (tuning_.tma_rows == 1) return f.template operator()<80, 1, 20>();  // (80 x 8 in 20 warps)
+        return f.template operator()<80, 2, 10>();
+      }
+      if constexpr (sizeof(T) == 8) return f.template operator()<40, 2, 10>();
+    }
     if (tuning_.tma_wide) {
       if (tuning_.tma_rows == 4) return f.template operator()<64, 2, 16>();
       return f.template operator()<64, 2, 8>();
@@ -1619,7 +1653,8 @@ class CudaSolver final : public Solver<T> {
   // [side][done 0/1, copy 0/1] and planes held, this rank's events (done 0/1, copy 0/1), the steps
   // taken (the same on every rank) and the last step whose notices were consumed.
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
-  bool tma_configured_ = false;  // its shared memory allowance is set
+  bool tma_configured_ = false;  // its shared memory allowance is set, tma_chunk_ chosen
+  int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk below)
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
   DeviceBuffer<CUtensorMap> pair_maps_;
@@ -1666,6 +1701,10 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   tuning.tma = flux ? 2 : 1;
   tuning.tma_rows = 2;
   tuning.tma_wide = fp32;
+  // fp32: 80 x 8 tiles in blocks of 10 warps where they pad the grid's width less than 64 x 8 (400:
+  // 400 against 448 columns; a block's time hardly depends on how much of its tile is in the grid).
+  const auto padded = [&](int w) { return (problem.grid.nx + w - 1) / w * w; };
+  if (fp32 && padded(80) < padded(64)) tuning.tma_width = 80;
   tuning.tma_pair = !flux;
   tuning.tma_pair_rows = fp32 ? 16 : 8;
   // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives
