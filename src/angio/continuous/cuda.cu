@@ -1403,9 +1403,6 @@ class CudaSolver final : public Solver<T> {
     reduced_plane_blocks_ = static_cast<int>(grid_.x * grid_.y);
     if (tma_ && !reduce) {
       if (tuning_.tma == 1) return launch_tma_slots<kDims, kFlux, 3>(in, out);
-      if constexpr (kFlux && kDims == 3) {
-        if (tuning_.tma == 3) return launch_tma_slots<kDims, kFlux, 5>(in, out);
-      }
       return launch_tma_slots<kDims, kFlux, 4>(in, out);
     }
     if (tuning_.staged > 0 && !tuning_.naive) {
@@ -1432,10 +1429,8 @@ class CudaSolver final : public Solver<T> {
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
-    // (blocks of 10 warps: registers for 3 a SM in fp32, 64 a thread as with 4 blocks of 8 warps; 2 in fp64)
-    constexpr int kMin = kWarps == 10   ? (sizeof(T) == 4 ? 3 : 2)
-                         : kWarps == 20 ? 2
-                                        : kTmaMinBlocks<T, kRows> * 8 / kWarps;
+    // (fp32 80 x 8 tiles in blocks of 10 warps: registers for 3 a SM, 64 a thread as with 4 blocks of 8 warps)
+    constexpr int kMin = kWarps == 10 ? 3 : kTmaMinBlocks<T, kRows> * 8 / kWarps;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     const int tiles_x = (g_.nx + kW - 1) / kW, tiles_y = (g_.ny + Box::kTileY - 1) / Box::kTileY;
@@ -1496,12 +1491,8 @@ class CudaSolver final : public Solver<T> {
   // (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
   template <class F>
   decltype(auto) with_tma_tile(F&& f) const {
-    if (tuning_.tma_width == 80 || tuning_.tma_width == 40) {  // 80 x 8 (fp32), 40 x 16 (fp64), in 10 warps
-      if constexpr (sizeof(T) == 4) {
-        if (tuning_.tma_rows == 1) return f.template operator()<80, 1, 20>();  // (80 x 8 in 20 warps)
-        return f.template operator()<80, 2, 10>();
-      }
-      if constexpr (sizeof(T) == 8) return f.template operator()<40, 2, 10>();
+    if constexpr (sizeof(T) == 4) {
+      if (tuning_.tma_width == 80) return f.template operator()<80, 2, 10>();  // 80 x 8 in 10 warps
     }
     if (tuning_.tma_wide) {
       if (tuning_.tma_rows == 4) return f.template operator()<64, 2, 16>();
@@ -1654,7 +1645,7 @@ class CudaSolver final : public Solver<T> {
   // taken (the same on every rank) and the last step whose notices were consumed.
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
   bool tma_configured_ = false;  // its shared memory allowance is set, tma_chunk_ chosen
-  int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk below)
+  int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk above)
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
   DeviceBuffer<CUtensorMap> pair_maps_;

@@ -20,8 +20,7 @@ struct Tuning {
   int tma = 0;               // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
   int tma_rows = 1;          // the TMA kernel's tile: 1, 2 (32 x 8, 32 x 16); wide 2, 4 (64 x 8, 64 x 16 in 16 warps)
   bool tma_wide = false;     // the TMA kernel's tiles 64 columns wide (64 x 8 or 64 x 16) instead of 32
-  int tma_width = 0;  // 80 (fp32) or 40 (fp64): the TMA kernel's tiles 80 x 8 or 40 x 16 in blocks of 10 warps (fp32
-                      // with tma_rows 1: 80 x 8 in 20 warps)
+  int tma_width = 0;         // 80: the fp32 TMA kernel's tiles 80 x 8 in blocks of 10 warps (fp64: ignored)
   int tma_chunk = 0;  // planes a block of the single-step TMA kernel marches (0: about five waves of blocks, cuda.cu)
   bool tma_pair = false;     // with tma: two steps per pass through TMA (expanded form, 3D)
   int tma_pair_rows = 8;     // the TMA pair's tile: 16: 32 x 16; 8: 64 x 8 with tma_wide, else 32 x 8
