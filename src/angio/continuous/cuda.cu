@@ -966,7 +966,7 @@ inline int tma_chunk(int requested, long long tiles, long long resident, int pla
   if (requested > 0) return std::min(requested, std::max(planes, 1));
   const long long chunks = std::max(1LL, (5 * resident + tiles / 2) / std::max(tiles, 1LL));
   const long long chunk = (planes + chunks - 1) / chunks;
-  return static_cast<int>(std::clamp<long long>(chunk, std::min(14, planes), std::max(planes, 1)));
+  return static_cast<int>(std::clamp<long long>(chunk, std::clamp(planes, 1, 14), std::max(planes, 1)));
 }
 
 template <class T>
@@ -1679,13 +1679,13 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
                                 const SlabSetup& slab) {
-  // Measured on an H200 (docs/performance.md), 35-plane chunks (kSlabAlignment): the TMA-staged
-  // kernel on Hopper when rows are whole 16-byte multiples, one plane ahead in the expanded form
-  // and two in the flux form, on 64 x 8 tiles in fp32 and 32 x 16 tiles in fp64, a block barrier
-  // a plane; in the expanded form two steps per pass through TMA (32 x 16 tiles in fp32, 32 x 8 in
-  // fp64; an odd step and the steps that end on a series row single). Otherwise, and on the series
-  // steps (fused reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the
-  // staged kernel (two planes' copies in flight, registers for 4 blocks a SM).
+  // Measured on an H200 (docs/performance.md): the TMA-staged kernel on Hopper when rows are whole
+  // 16-byte multiples, one plane ahead in the expanded form and two in the flux form, on 80 x 8 or
+  // 64 x 8 tiles in fp32 (below) and 32 x 16 tiles in fp64, chunks by tma_chunk's rule, a block
+  // barrier a plane; in the expanded form (35-plane chunks, kSlabAlignment) two steps per pass through TMA (32 x 16
+  // tiles in fp32, 32 x 8 in fp64; an odd step and the steps that end on a series row single). Otherwise, and on the
+  // series steps (fused reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the staged kernel
+  // (two planes' copies in flight, registers for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
