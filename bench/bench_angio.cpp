@@ -251,7 +251,7 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   }
   for (int tile : {32, 64, 16}) b->Args({3, 0, 0, 0, 35, 0, 0, tile, 8, 0});  // two steps per pass through TMA
   for (int chunk : {14, 20, 24, 28, 47, 70}) {
-    b->Args({3, 0, 0, 1, chunk, 0, 0, 1022, 7, 0});  // flux default, chunks
+    b->Args({3, 0, 0, 1, chunk, 0, 0, 1022, 7, 0});  // flux, 64 x 8 (the default before 80 x 8), chunks
     b->Args({3, 0, 0, 0, chunk, 0, 0, 16, 8, 0});    // expanded default (pair), chunks
   }
   for (int chunk : {35, 47}) b->Args({3, 0, 4, 1, chunk, 0, 0, 1022, 7, 0});  // 448 x 400 x 140: whole tiles

@@ -85,7 +85,9 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
                                     << (tuning.naive ? " naive" : "") << (tuning.pair ? " pair" : "")
                                     << (tuning.staged > 0 ? " staged " : "") << tuning.staged << " tma " << tuning.tma
                                     << " blocks " << tuning.blocks << (tuning.tma_pair ? " tma pair" : "")
-                                    << (tuning.tma_wide ? " wide" : "") << " pair rows " << tuning.tma_pair_rows
+                                    << (tuning.tma_wide ? " wide" : "") << " rows " << tuning.tma_rows << " width "
+                                    << tuning.tma_width << " tma chunk " << tuning.tma_chunk
+                                    << (tuning.tma_release ? " release" : "") << " pair rows " << tuning.tma_pair_rows
                                     << " steps " << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the documented bound
@@ -145,14 +147,15 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
 
 // The TMA-staged kernel on widths of whole 16-byte rows: a tile wider than the grid, exactly one
 // tile, a tile and a bit (the box past the grid's end), 3D and 2D, both forms, chunks from one
-// plane to whole columns, 1 or 2 planes ahead, the four tiles (32 or 64 wide, 1 to 4 rows a
-// thread), slots handed back by barrier or by mbarrier, TAF diffusion on. In the flux form the last
-// tiles have warps past the stand-in column (72 and 132 wide on 64-wide tiles) or row (19 rows on
-// 16-row tiles), which skip their work.
+// plane to whole columns (and the chunk rule), 1 or 2 planes ahead, the tiles (32 or 64 wide, 1 to
+// 4 rows a thread; fp32 80 x 8 in 10 warps, whose warps straddle rows), slots handed back by barrier or by mbarrier,
+// TAF diffusion on. In the flux form the last tiles have warps past the stand-in column (72 and 132 wide on 64-wide
+// tiles) or row (19 rows on 16-row tiles; 88 x 13 and 88 x 18 on 80 x 8 tiles, the latter with a straddling warp split
+// by the y edge), which skip their work.
 TEST(AngioCuda, TmaKernelAgrees) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   const Grid grids[] = {{4, 9, 7, 1.0 / 3},    {32, 8, 5, 1.0 / 31},  {36, 19, 23, 1.0 / 35}, {132, 37, 1, 1.0 / 131},
-                        {72, 13, 9, 1.0 / 71}, {88, 13, 9, 1.0 / 87}, {80, 16, 6, 1.0 / 79}};
+                        {72, 13, 9, 1.0 / 71}, {88, 13, 9, 1.0 / 87}, {80, 16, 6, 1.0 / 79},  {88, 18, 9, 1.0 / 87}};
   for (const Grid& g : grids) {
     for (int shape = 0; shape < 5; ++shape)
       for (int chunk : {0, 1, 3, 5}) {

@@ -300,9 +300,10 @@ __global__ void __launch_bounds__(kThreads, kMin)
   }
 }
 
-// The tile of a block of kWarps warps of the tma kernel: kW (32 or 64) columns, each thread kRows
-// of its rows, so kWarps kRows rows in 32-wide tiles (a warp a row) and kWarps kRows / 2 in 64-wide
-// ones (two warps a row).
+// The tile of a block of kWarps warps of the tma kernel: kW columns (32, 64, or 80 in fp32), each
+// thread kRows of its rows, kRowStep = 32 kWarps / kW rows apart, so kTileY = kRowStep kRows rows (a
+// warp covers 32 consecutive nodes in row-major order, which straddle two rows where 32 does not
+// divide kW).
 // The box: the tile's rows widened by 16 bytes on both sides (a copy's first element must sit on a
 // 16-byte boundary, so the ring's left column comes with three more in fp32, one more in fp64),
 // and one row above and below the tile.
@@ -311,6 +312,7 @@ struct TmaBox {
   // Thread t's node r is node t + 32 kWarps r of the tile in row-major order: column t % kW, row
   // t / kW + kRowStep r (a warp's lanes may straddle two rows where kW is not a multiple of 32).
   static_assert(32 * kWarps % kW == 0 && kW * static_cast<int>(sizeof(T)) % 32 == 0);
+  static_assert(32 * kWarps >= kW + 32 * kWarps / kW * kRows, "a thread for each far face (kTileY + kW)");
   static constexpr int kRowStep = 32 * kWarps / kW;  // between a thread's rows
   static constexpr int kTileY = kRowStep * kRows;    // rows of the tile
   static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
@@ -959,9 +961,10 @@ __global__ void __launch_bounds__(kThreads) tree_kernel(const Partial* __restric
 // Planes a block column of the single-step TMA kernel marches (Tuning::tma_chunk; 0: this rule):
 // about five waves of blocks (tiles x chunks over the blocks the device holds at once), at least 14
 // planes (each chunk also reads the planes just below and above it) and at most the slab's planes.
-// Measured on an H200 at 400 x 400 x 140 (docs/performance.md): fp32 flux on 80 x 8 tiles was best
-// at 18 planes (8 chunks, 5.1 waves), fp64 flux on 32 x 16 tiles at 35 (4 chunks, 4.9 waves); 2.5
-// and 6 waves were 1-3 points of copy slower.
+// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-28 night): fp32 flux on
+// 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5
+// points above 14, 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves), 1-3
+// points above 14-24 and 47, 6-7 above 28 and 70.
 inline int tma_chunk(int requested, long long tiles, long long resident, int planes) {
   if (requested > 0) return std::min(requested, std::max(planes, 1));
   const long long chunks = std::max(1LL, (5 * resident + tiles / 2) / std::max(tiles, 1LL));
@@ -1430,7 +1433,7 @@ class CudaSolver final : public Solver<T> {
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
     // (fp32 80 x 8 tiles in blocks of 10 warps: registers for 3 a SM, 64 a thread as with 4 blocks of 8 warps)
-    constexpr int kMin = kWarps == 10 ? 3 : kTmaMinBlocks<T, kRows> * 8 / kWarps;
+    constexpr int kMin = kWarps == 10 && sizeof(T) == 4 ? 3 : kTmaMinBlocks<T, kRows> * 8 / kWarps;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     const int tiles_x = (g_.nx + kW - 1) / kW, tiles_y = (g_.ny + Box::kTileY - 1) / Box::kTileY;
@@ -1449,8 +1452,7 @@ class CudaSolver final : public Solver<T> {
                                         n_[out].data(), f_[out].data(),
                                         c_[out].data());  // never a series step: no partials
   }
-  // Tuning::tma planes ahead (1, 2), the tile (tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8 or
-  // 64 x 16; the last with blocks of 16 warps, two rows a thread) and tma_release.
+  // Tuning::tma planes ahead (1, 2), the tile (with_tma_tile) and tma_release.
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps>
   void launch_tma_release(int in, int out) {
     if constexpr (kFlux) {
@@ -1486,9 +1488,9 @@ class CudaSolver final : public Solver<T> {
   }
 
   // Tuning's tiles as template arguments, for the launches and the tensor maps' boxes alike: the
-  // single-step kernel's f.template operator()<kW, kRows, kWarps>() (tma_wide, tma_rows: 32 x 8,
-  // 32 x 16, 64 x 8, or 64 x 16 in 16 warps), the pair's f.template operator()<kW, kTY>()
-  // (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
+  // single-step kernel's f.template operator()<kW, kRows, kWarps>() (fp32 tma_width 80: 80 x 8 in 10
+  // warps, ahead of the others; tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8, or 64 x 16 in 16 warps), the pair's
+  // f.template operator()<kW, kTY>() (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
   template <class F>
   decltype(auto) with_tma_tile(F&& f) const {
     if constexpr (sizeof(T) == 4) {

@@ -10,7 +10,7 @@ namespace simkit::angio::detail::cuda {
 
 struct Tuning {
   int chunk = 8;             // planes per block column (0: all of them; marching kernel: 8 to 47 measured best; the
-                             // TMA kernels: 35, docs/performance.md)
+                             // TMA pair: 35, docs/performance.md; the single-step TMA kernel: tma_chunk)
   bool naive = false;        // one thread per node, every load through the caches (baseline)
   int tile_x = 32;           // block tile: tile_x by 256 / tile_x nodes (32, 64, 128 or 256)
   bool pair = false;         // two steps per pass (temporal blocking, 32 x 8 tiles; an odd last step single)
@@ -20,7 +20,8 @@ struct Tuning {
   int tma = 0;               // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
   int tma_rows = 1;          // the TMA kernel's tile: 1, 2 (32 x 8, 32 x 16); wide 2, 4 (64 x 8, 64 x 16 in 16 warps)
   bool tma_wide = false;     // the TMA kernel's tiles 64 columns wide (64 x 8 or 64 x 16) instead of 32
-  int tma_width = 0;         // 80: the fp32 TMA kernel's tiles 80 x 8 in blocks of 10 warps (fp64: ignored)
+  int tma_width = 0;         // 80: the fp32 TMA kernel's tiles 80 x 8 in blocks of 10 warps, whatever tma_wide and
+                             // tma_rows say (other values and fp64: ignored)
   int tma_chunk = 0;  // planes a block of the single-step TMA kernel marches (0: about five waves of blocks, cuda.cu)
   bool tma_pair = false;     // with tma: two steps per pass through TMA (expanded form, 3D)
   int tma_pair_rows = 8;     // the TMA pair's tile: 16: 32 x 16; 8: 64 x 8 with tma_wide, else 32 x 8
