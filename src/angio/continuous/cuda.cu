@@ -1432,8 +1432,8 @@ class CudaSolver final : public Solver<T> {
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
-    // (fp32 80 x 8 tiles in blocks of 10 warps: registers for 3 a SM, 64 a thread as with 4 blocks of 8 warps)
-    constexpr int kMin = kWarps == 10 && sizeof(T) == 4 ? 3 : kTmaMinBlocks<T, kRows> * 8 / kWarps;
+    // (the registers of kTmaMinBlocks blocks of 8 warps: fp32 80 x 8 tiles in 10 warps get 3 blocks, 64 a thread)
+    constexpr int kMin = kTmaMinBlocks<T, kRows> * 8 / kWarps;
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     const int tiles_x = (g_.nx + kW - 1) / kW, tiles_y = (g_.ny + Box::kTileY - 1) / Box::kTileY;
@@ -1681,13 +1681,14 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
                                 const SlabSetup& slab) {
-  // Measured on an H200 (docs/performance.md): the TMA-staged kernel on Hopper when rows are whole
-  // 16-byte multiples, one plane ahead in the expanded form and two in the flux form, on 80 x 8 or
-  // 64 x 8 tiles in fp32 (below) and 32 x 16 tiles in fp64, chunks by tma_chunk's rule, a block
-  // barrier a plane; in the expanded form (35-plane chunks, kSlabAlignment) two steps per pass through TMA (32 x 16
-  // tiles in fp32, 32 x 8 in fp64; an odd step and the steps that end on a series row single). Otherwise, and on the
-  // series steps (fused reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64 the staged kernel
-  // (two planes' copies in flight, registers for 4 blocks a SM).
+  // Measured on an H200 (docs/performance.md): on Hopper, where rows are whole 16-byte multiples,
+  // the TMA-staged kernel (one plane ahead in the expanded form, two in the flux form; 80 x 8 or
+  // 64 x 8 tiles in fp32, below, 32 x 16 in fp64; chunks by tma_chunk's rule; a block barrier a
+  // plane), and in the expanded form two steps per pass through TMA (32 x 16 tiles in fp32, 32 x 8
+  // in fp64; 35-plane chunks, kSlabAlignment; an odd step and the steps that end on a series row
+  // single). Otherwise, and on the series steps (fused reductions): fp32 the marching kernel
+  // (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in flight, registers
+  // for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
