@@ -199,8 +199,9 @@ void run_case(benchmark::State& state) {
       tuning.tma = static_cast<int>(state.range(7) % 10);
       tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
       tuning.tma_release = state.range(7) / 100 % 10 == 1;
-      tuning.tma_wide = state.range(7) / 1000 == 1;
-      if (state.range(7) / 1000 == 2) tuning.tma_width = 80;  // (fp32: 80 x 8)
+      tuning.tma_wide = state.range(7) / 1000 % 10 == 1;
+      if (state.range(7) / 1000 % 10 == 2) tuning.tma_width = 80;  // (fp32: 80 x 8)
+      tuning.chain = static_cast<int>(state.range(7) / 10000);     // chained launches (Tuning::chain)
       tuning.tma_chunk = tuning.chunk;  // (chunk 0: the solver's rule)
       tuning.chunk = 35;
     }
@@ -258,6 +259,11 @@ void cuda_cases(benchmark::internal::Benchmark* b) {
   for (int chunk : {0, 14, 16, 18, 20, 24, 35, 47}) b->Args({3, 0, 0, 1, chunk, 0, 0, 2022, 7, 0});  // flux, 80 x 8
   for (int chunk : {0, 35}) b->Args({3, 0, 0, 0, chunk, 0, 0, 2021, 7, 0});   // expanded single step, 80 x 8
   b->Args({3, 0, 0, 0, 0, 0, 0, 1021, 7, 0});                                 // expanded single step, 64 x 8
+  for (int chain : {1, 2})
+    for (int chunk : {0, 14, 24, 28, 35, 40, 47, 70}) {
+      b->Args({3, 0, 0, 1, chunk, 0, 0, 2022 + 10000 * chain, 7, 0});  // flux, 80 x 8, chained launches
+      b->Args({3, 0, 0, 0, chunk, 0, 0, 2021 + 10000 * chain, 7, 0});  // expanded single step, chained
+    }
   b->Args({3, 0, 0, 1, 0, 0, 0, 1022, 7, 0});                                 // flux, 64 x 8, chunk rule
   b->Args({3, 0, 4, 1, 0, 0, 0, 1022, 7, 0});                                 // the same on 448 x 400 x 140
   b->Args({3, 0, 0, 0, 35, 0, 1, 32, 0, 0});                              // series every call (10 steps)
@@ -293,6 +299,14 @@ void cuda_cases64(benchmark::internal::Benchmark* b) {
     b->Args({3, 1, 0, 0, chunk, 0, 0, 32, 8, 0});  // expanded default (pair), chunks
   }
   b->Args({3, 1, 0, 1, 0, 0, 0, 22, 7, 0});                               // flux default, chunk rule
+  for (int chain : {1, 2})
+    for (int chunk : {0, 14, 24, 47, 70, 140})
+      b->Args({3, 1, 0, 1, chunk, 0, 0, 22 + 10000 * chain, 7, 0});  // flux default, chained launches
+  for (int chain : {0, 2})
+    for (int chunk : {0, 28, 35, 47}) {
+      b->Args({3, 1, 0, 1, chunk, 0, 0, 2022 + 10000 * chain, 7, 0});  // flux, 80 x 8 in 10 warps
+      b->Args({3, 1, 0, 0, chunk, 0, 0, 2021 + 10000 * chain, 7, 0});  // expanded single step, 80 x 8
+    }
   b->Args({3, 1, 0, 0, 35, 0, 0, 1, 3, 4});                               // staged, 1 plane in flight
   b->Args({3, 1, 0, 0, 35, 0, 0, 2, 3, 0});                               // staged, no register cap
   b->Args({3, 1, 0, 0, 35, 0, 1, 2, 3, 4});                               // default, series

@@ -94,6 +94,27 @@ __device__ inline void tma_load_3d(void* dst, const CUtensorMap* map, int x, int
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_u32(bar))
       : "memory");
 }
+
+// Programmatic dependent launch and flags between launches (sm_90 and later). The next kernel in
+// the stream, launched with cudaLaunchAttributeProgrammaticStreamSerialization, may start once every
+// block of this one has signalled (or exited); it must then order its memory accesses itself
+// (grid_dependency_wait, or flags below).
+__device__ inline void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// Waits until the grids this one depends on have completed and their memory is visible.
+__device__ inline void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// A flag published with release semantics at GPU scope (after a block barrier: the block's earlier
+// stores with it) and read with acquire semantics.
+__device__ inline void flag_release(unsigned* flag, unsigned value) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ inline unsigned flag_acquire(const unsigned* flag) {
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+// Orders this thread's later tensor copies (the async proxy) after the generic-proxy writes it has
+// observed (another block's stores, acquired through a flag).
+__device__ inline void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 #endif
 
 }  // namespace simkit::cuda

@@ -88,7 +88,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
                                     << (tuning.tma_wide ? " wide" : "") << " rows " << tuning.tma_rows << " width "
                                     << tuning.tma_width << " tma chunk " << tuning.tma_chunk
                                     << (tuning.tma_release ? " release" : "") << " pair rows " << tuning.tma_pair_rows
-                                    << " steps " << steps << " seed " << seed);
+                                    << " chain " << tuning.chain << " steps " << steps << " seed " << seed);
     if (std::is_same_v<T, double>) {
       EXPECT_LE(worst, 1e-12 * scale);  // the documented bound
     }
@@ -148,7 +148,7 @@ TEST(AngioCuda, EqualsReferenceBitwiseOnRandomGrids) {
 // The TMA-staged kernel on widths of whole 16-byte rows: a tile wider than the grid, exactly one
 // tile, a tile and a bit (the box past the grid's end), 3D and 2D, both forms, chunks from one
 // plane to whole columns (and the chunk rule), 1 or 2 planes ahead, the tiles (32 or 64 wide, 1 to
-// 4 rows a thread; fp32 80 x 8 in 10 warps, whose warps straddle rows), slots handed back by barrier or by mbarrier,
+// 4 rows a thread; 80 x 8 in 10 warps, whose warps straddle rows), slots handed back by barrier or by mbarrier,
 // TAF diffusion on. In the flux form the last tiles have warps past the stand-in column (72 and 132 wide on 64-wide
 // tiles) or row (19 rows on 16-row tiles; 88 x 13 and 88 x 18 on 80 x 8 tiles, the latter with a straddling warp split
 // by the y edge), which skip their work.
@@ -163,9 +163,10 @@ TEST(AngioCuda, TmaKernelAgrees) {
         tma.tma = 1 + chunk % 2;
         tma.tma_wide = shape == 2 || shape == 3;  // 32 x 8, 32 x 16, 64 x 8, 64 x 16
         tma.tma_rows = (shape % 2 + 1) * (tma.tma_wide ? 2 : 1);
-        // 4: fp32 80 x 8 in blocks of 10 warps, whose warps straddle rows (fp64: 32 x 8)
+        // 4: 80 x 8 in blocks of 10 warps, whose warps straddle rows
         if (shape == 4) tma.tma_width = 80;
         tma.tma_release = (chunk + shape) % 2 == 1;
+        tma.chain = (chunk + shape) % 3;  // consecutive launches: stream order, griddepcontrol.wait, flags
         tma.chunk = chunk;
         tma.tma_chunk = chunk;  // (0: the solver's rule)
         compare_with_reference<float>(g, Form::Expanded, 21, 80 + chunk, tma);
@@ -174,6 +175,55 @@ TEST(AngioCuda, TmaKernelAgrees) {
         compare_with_reference<double>(g, Form::Flux, 21, 83 + chunk, tma);
         tma.carry = false;
         compare_with_reference<float>(g, Form::Flux, 20, 84 + chunk, tma);
+      }
+  }
+}
+
+// The single-step TMA kernel's chunk rule (host arithmetic, no device): the cases measured on the
+// H200 at 400 x 400 x 140 (fp32 80 x 8 tiles: 250 tiles, 396 blocks at once; fp64 32 x 16: 325
+// tiles, 264 at once; fp64 80 x 8: 250 tiles, 264 at once), the clamps, and a requested chunk.
+TEST(AngioCudaTuning, TmaChunkRule) {
+  using detail::cuda::tma_chunk;
+  EXPECT_EQ(tma_chunk(0, 250, 396, 140, false), 18);     // 8 chunks, 5.05 waves
+  EXPECT_EQ(tma_chunk(0, 325, 264, 140, false), 35);     // 4 chunks, 4.9 waves
+  EXPECT_EQ(tma_chunk(0, 250, 396, 140, true), 47);      // 3 chunks, 1.9 waves
+  EXPECT_EQ(tma_chunk(0, 250, 264, 140, true), 47);      // 2 chunks by waves, 3 by the 48-plane bound
+  EXPECT_EQ(tma_chunk(0, 20, 396, 400, true), 14);       // many waves: at least 14 planes
+  EXPECT_EQ(tma_chunk(0, 20, 396, 9, false), 9);         // a thin slab: all of its planes
+  EXPECT_EQ(tma_chunk(0, 10000, 264, 140, false), 140);  // more tiles than five waves: whole columns
+  EXPECT_EQ(tma_chunk(0, 10000, 264, 140, true), 47);    // chained: still at most 48 planes
+  EXPECT_EQ(tma_chunk(0, 0, 0, 0, true), 1);             // no planes: never a chunk of 0
+  EXPECT_EQ(tma_chunk(5, 250, 396, 140, true), 5);       // requested
+  EXPECT_EQ(tma_chunk(500, 250, 396, 140, false), 140);  // requested, at most the planes
+}
+
+// Chained launches of the single-step TMA kernel (Tuning::chain 2: a block waits only for the
+// blocks of the launch before whose boxes meet its own, through flags): many steps on grids of a few
+// waves of blocks down to less than one, where each launch starts while the one before is running,
+// with chunks of one plane up to whole columns, every tile, both forms and precisions. A dependency
+// missed (a block that read a plane of the launch before too early, or overwrote one a block of it
+// still reads) shows as bits that differ from the reference's.
+TEST(AngioCuda, ChainedTmaLaunchesAgree) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  const Grid grids[] = {{96, 40, 20, 1.0 / 95}, {88, 18, 9, 1.0 / 87}, {160, 24, 12, 1.0 / 159}};
+  int trial = 0;
+  for (const Grid& g : grids) {
+    for (int shape = 0; shape < 5; ++shape)
+      for (int chunk : {1, 3, 0}) {
+        detail::cuda::Tuning tma;
+        tma.tma = 1 + trial % 2;
+        tma.tma_wide = shape == 2 || shape == 3;
+        tma.tma_rows = (shape % 2 + 1) * (tma.tma_wide ? 2 : 1);
+        if (shape == 4) tma.tma_width = 80;
+        tma.tma_release = trial % 2 == 1;
+        tma.chain = 2;
+        tma.chunk = chunk;
+        tma.tma_chunk = chunk;
+        const std::uint64_t seed = 300 + trial++;
+        compare_with_reference<float>(g, Form::Flux, 41, seed, tma);
+        compare_with_reference<float>(g, Form::Expanded, 40, seed, tma, 0.002);
+        compare_with_reference<double>(g, Form::Flux, 40, seed, tma, 0.002);
+        if (chunk == 1) compare_with_reference<double>(g, Form::Expanded, 41, seed, tma);
       }
   }
 }
@@ -402,7 +452,8 @@ TEST(AngioCuda, TmaKernelsStepAsideOutsideQuotientRange) {
 
 // The CLI's own choice of kernels and tiles (make with RunOptions: the TMA pair on 32 x 16 tiles
 // in fp32 and 32 x 8 in fp64, the single-step TMA kernel for odd steps and series rows, the flux
-// form's, on 80 x 8 tiles in fp32 here, where they pad the width less than 64 x 8, and its chunk rule), forced onto a
+// form's, on 80 x 8 tiles here, where they pad the width less than 64 x 8 or 32 x 16, with chained launches and their
+// chunk rule), forced onto a
 // grid below its size rule by SIMKIT_ANGIO_KERNEL=tma: bitwise equal to the reference, fields and series rows, both
 // precisions and forms, TAF diffusion on and off.
 TEST(AngioCuda, DefaultTmaKernelsAgree) {

@@ -36,6 +36,11 @@ namespace {
 using ::simkit::cuda::DeviceBuffer;
 using ::simkit::cuda::DeviceGuard;
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // core/tma.cuh's device side
+using ::simkit::cuda::fence_proxy_async_global;
+using ::simkit::cuda::flag_acquire;
+using ::simkit::cuda::flag_release;
+using ::simkit::cuda::grid_dependency_wait;
+using ::simkit::cuda::grid_launch_dependents;
 using ::simkit::cuda::mbar_arrive;
 using ::simkit::cuda::mbar_expect_tx;
 using ::simkit::cuda::mbar_fence_init;
@@ -337,6 +342,21 @@ struct TmaBox {
 template <class T, int kRows>
 constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1 ? 5 : 4) : (kRows == 1 ? 3 : 2);
 
+// Consecutive launches of the single-step TMA kernel in one advance (Tuning::chain): each launch may
+// start while the one before drains (programmatic dependent launch). mode 1: every block waits for
+// the whole launch before (griddepcontrol.wait). mode 2: a block publishes flags[its block] = id
+// when it is done (after its last load and store), and waits only for the blocks of the launch
+// before whose boxes meet its own, which are those next to it in x, y and z (a box reaches one node
+// into the next tile and one plane into the next chunk): their outputs are its inputs (read after
+// write), and its outputs overwrite what they read (write after read). Launches before that one are
+// ordered through them. wait: the id those blocks publish, 0 for none (the first launch of a chain,
+// which the stream orders as usual). flags: nullptr where the launch publishes nothing.
+struct Chain {
+  unsigned* flags;
+  unsigned id, wait;
+  int mode;
+};
+
 // The TMA-staged step: a block owns a tile of (i, j) columns and marches up its chunk of planes;
 // each plane of n, f and c, on the tile plus its ring, comes into a ring of kSlots shared-memory
 // slots as one bulk tensor copy per field, kSlots - 2 planes ahead, and every stencil operand is
@@ -351,11 +371,36 @@ constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1 ? 5 : 4) : (kRows == 
 template <class T, int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease, int kMin>
 __global__ void __launch_bounds__(32 * kWarps, kMin)
     tma_kernel(Dims g, FastQuotientParams<T> m, StepConstants<T> sc, int chunk, const CUtensorMap* __restrict__ maps,
-               T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out) {
+               T* __restrict__ n_out, T* __restrict__ f_out, T* __restrict__ c_out, Chain chain) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // never launched below sm_90 (make_tma_maps)
 #else
   using Box = TmaBox<T, kW, kRows, kWarps>;
+  // The flux form's fp64 80 x 8 tiles (registers for two blocks of 10 warps a SM): the values a node
+  // keeps across the plane's barrier are read from shared memory again after it (no spills).
+  constexpr bool kLean = sizeof(T) == 8 && kWarps == 10;
+  if (chain.mode != 0) grid_launch_dependents();  // (the next launch may take the slots this one frees)
+  const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  if (chain.wait != 0) {
+    if (chain.mode == 1) {
+      grid_dependency_wait();
+    } else if (threadIdx.x < 27) {  // a thread for each block next to this one (itself included)
+      const int bx = static_cast<int>(blockIdx.x) + static_cast<int>(threadIdx.x % 3) - 1;
+      const int by = static_cast<int>(blockIdx.y) + static_cast<int>(threadIdx.x / 3 % 3) - 1;
+      const int bz = static_cast<int>(blockIdx.z) + static_cast<int>(threadIdx.x / 9) - 1;
+      if (bx >= 0 && bx < static_cast<int>(gridDim.x) && by >= 0 && by < static_cast<int>(gridDim.y) && bz >= 0 &&
+          bz < static_cast<int>(gridDim.z)) {
+        const unsigned* flag = chain.flags + (bz * gridDim.y + by) * gridDim.x + bx;
+        while (static_cast<int>(flag_acquire(flag) - chain.wait) < 0) __nanosleep(256);
+      }
+    }
+  }
+  // The block is done: every load and store of it before the barrier (then flag_release publishes them).
+  auto publish = [&] {
+    if (chain.flags == nullptr) return;
+    __syncthreads();
+    if (threadIdx.x == 0) flag_release(chain.flags + block, chain.id);
+  };
   static_assert(kSlots >= 3, "mid and hi in use and at least one plane in flight");
   extern __shared__ __align__(128) unsigned char tma_smem[];
   std::uint64_t* full = reinterpret_cast<std::uint64_t*>(tma_smem + kSlots * Box::kSlotBytes);
@@ -365,8 +410,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
   const int i0 = blockIdx.x * kW, j0 = blockIdx.y * Box::kTileY;
   const int i = i0 + cx;
   const int l0 = g.lbase + blockIdx.z * chunk, l1 = min(l0 + chunk, g.lend);
-  if (l1 <= l0) return;           // (the whole block: no chunk, no copies)
-  const int count = l1 - l0 + 2;  // planes l0 - 1 ... l1, mirrored at the grid's ends
+  if (l1 <= l0) return publish();  // (the whole block: no chunk, no copies)
+  const int count = l1 - l0 + 2;   // planes l0 - 1 ... l1, mirrored at the grid's ends
   const int plane = static_cast<int>(g.plane);
   // This thread's nodes' cells in a field of a slot and their in-plane neighbours (mirrored at the
   // faces), where they go in the outputs, and whether they are in the grid.
@@ -407,9 +452,11 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
     }
     mbar_fence_init();
   }
-  __syncthreads();
-  if (threadIdx.x == 0)
+  __syncthreads();  // (and the flags acquired above: the inputs this block reads are written)
+  if (threadIdx.x == 0) {
+    if (chain.wait != 0 && chain.mode == 2) fence_proxy_async_global();  // (generic stores, then tensor copies)
     for (int k = 0; k < kSlots; ++k) issue(k, k);
+  }
   constexpr int kF = Box::kStride / static_cast<int>(sizeof(T));        // between fields in a slot
   constexpr int kSlot = Box::kSlotBytes / static_cast<int>(sizeof(T));  // between slots
   const T* ring = reinterpret_cast<const T*>(tma_smem);
@@ -539,6 +586,12 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
         for (int r = 0; r < kRows; ++r) {
           if (!busy) break;
           const int ry = ty + Box::kRowStep * r;
+          if constexpr (kLean) {  // read again (the same values): fewer registers live across the barrier
+            xn[r] = in_mid[at[r][2]], yn[r] = in_mid[at[r][4]];
+            const int o = at[r][0];
+            above[r][0] = in_hi[o], above[r][1] = in_hi[kF + o], above[r][2] = in_hi[2 * kF + o];
+            g_down[r][0] = face[ry * (kW + 1) + cx], g_down[r][1] = face[Box::kFacesX + ry * kW + cx];
+          }
           T nn[7];
           nn[0] = mid[r][0], nn[1] = in_mid[at[r][1]], nn[2] = xn[r], nn[3] = in_mid[at[r][3]], nn[4] = yn[r];
           nn[5] = above[r][0], nn[6] = low[r][0];
@@ -583,6 +636,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       }
     }
   }
+  publish();
 #endif
 }
 
@@ -958,20 +1012,6 @@ __global__ void __launch_bounds__(kThreads) tree_kernel(const Partial* __restric
   block_reduce(part, out);
 }
 
-// Planes a block column of the single-step TMA kernel marches (Tuning::tma_chunk; 0: this rule):
-// about five waves of blocks (tiles x chunks over the blocks the device holds at once), at least 14
-// planes (each chunk also reads the planes just below and above it) and at most the slab's planes.
-// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-28 night): fp32 flux on
-// 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5
-// points above 14, 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves), 1-3
-// points above 14-24 and 47, 6-7 above 28 and 70.
-inline int tma_chunk(int requested, long long tiles, long long resident, int planes) {
-  if (requested > 0) return std::min(requested, std::max(planes, 1));
-  const long long chunks = std::max(1LL, (5 * resident + tiles / 2) / std::max(tiles, 1LL));
-  const long long chunk = (planes + chunks - 1) / chunks;
-  return static_cast<int>(std::clamp<long long>(chunk, std::clamp(planes, 1, 14), std::max(planes, 1)));
-}
-
 template <class T>
 class CudaSolver final : public Solver<T> {
  public:
@@ -1059,6 +1099,7 @@ class CudaSolver final : public Solver<T> {
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
+    last_tma_ = false;  // (the stream has synchronised since any launch before)
     // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
     // ends on a series row (the fused reductions are the single-step kernels').
     const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
@@ -1075,7 +1116,9 @@ class CudaSolver final : public Solver<T> {
         overlapped_step(in, out, pair);
       } else {
         set_range(slab_.own_begin, slab_.own_end);
+        chain_ok_ = tuning_.chain > 0 && !link_;  // (slabs launch sub-ranges and exchange between steps)
         step(in, out, last, pair);
+        chain_ok_ = false;
         if (link_) exchange_now(out);
       }
       cur_ = out;
@@ -1119,6 +1162,10 @@ class CudaSolver final : public Solver<T> {
   }
 
   void step(int in, int out, bool reduce, bool pair) {
+    // Whether the launch before this one was a whole-range single-step TMA launch of this advance
+    // (Tuning::chain; launch_tma_at sets last_tma_ again).
+    chain_prev_ = chain_ok_ && last_tma_;
+    last_tma_ = false;
     if (g_.nz > 1) {
       sc_.flux ? launch<3, true>(in, out, reduce, pair) : launch<3, false>(in, out, reduce, pair);
     } else {
@@ -1432,8 +1479,9 @@ class CudaSolver final : public Solver<T> {
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps, bool kRelease>
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
-    // (the registers of kTmaMinBlocks blocks of 8 warps: fp32 80 x 8 tiles in 10 warps get 3 blocks, 64 a thread)
-    constexpr int kMin = kTmaMinBlocks<T, kRows> * 8 / kWarps;
+    // (the registers of kTmaMinBlocks blocks of 8 warps: 80 x 8 tiles in 10 warps get 3 blocks in fp32,
+    // 64 registers a thread, and 2 in fp64, 102, which their shared memory allows)
+    constexpr int kMin = std::max(1, kTmaMinBlocks<T, kRows> * 8 / kWarps) + (kWarps == 10 && sizeof(T) == 8);
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
     const int tiles_x = (g_.nx + kW - 1) / kW, tiles_y = (g_.ny + Box::kTileY - 1) / Box::kTileY;
@@ -1442,15 +1490,44 @@ class CudaSolver final : public Solver<T> {
       int per_sm = 0, sms = 0;
       SIMKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWarps, smem));
       SIMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+      const int planes = slab_.own_end - slab_.own_begin;
       tma_chunk_ = tma_chunk(tuning_.tma_chunk, static_cast<long long>(tiles_x) * tiles_y,
-                             static_cast<long long>(per_sm) * sms, slab_.own_end - slab_.own_begin);
+                             static_cast<long long>(per_sm) * sms, planes, tuning_.chain > 0 && !link_);
+      if (tuning_.chain == 2) {  // a flag for each block of a whole-range launch, none published yet
+        chain_flags_.resize(static_cast<std::size_t>(tiles_x) * tiles_y * ((planes + tma_chunk_ - 1) / tma_chunk_));
+        chain_flags_.fill_zero();
+      }
       tma_configured_ = true;
     }
     // The TMA kernels reduce nothing, so their chunks need not line up with the slabs' (kSlabAlignment).
     const dim3 grid(tiles_x, tiles_y, static_cast<unsigned>((dims_.lend - dims_.lbase + tma_chunk_ - 1) / tma_chunk_));
-    kernel<<<grid, 32 * kWarps, smem>>>(dims_, FastQuotientParams<T>{m_}, sc_, tma_chunk_, maps_.data() + 3 * in,
-                                        n_[out].data(), f_[out].data(),
-                                        c_[out].data());  // never a series step: no partials
+    // Chained (Tuning::chain, the Chain struct): whole-range launches one after another in an advance.
+    Chain chain{nullptr, 0u, 0u, 0};
+    cudaLaunchAttribute early{};
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    if (chain_ok_) {
+      chain.mode = tuning_.chain;
+      if (chain.mode == 2) {
+        chain.flags = chain_flags_.data();
+        chain.wait = chain_prev_ ? chain_id_ : 0u;
+        if (++chain_id_ == 0) ++chain_id_;  // (ids wrap past 0, which means none; flags compare by difference)
+        chain.id = chain_id_;
+      } else {
+        chain.wait = chain_prev_ ? 1u : 0u;
+      }
+    }
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(32 * kWarps);
+    config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+    config.stream = nullptr;
+    config.attrs = &early;
+    config.numAttrs = chain.wait != 0 ? 1 : 0;
+    SIMKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, dims_, FastQuotientParams<T>{m_}, sc_, tma_chunk_,
+                                         static_cast<const CUtensorMap*>(maps_.data() + 3 * in), n_[out].data(),
+                                         f_[out].data(), c_[out].data(), chain));  // never a series step: no partials
+    last_tma_ = chain_ok_;
   }
   // Tuning::tma planes ahead (1, 2), the tile (with_tma_tile) and tma_release.
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps>
@@ -1488,14 +1565,12 @@ class CudaSolver final : public Solver<T> {
   }
 
   // Tuning's tiles as template arguments, for the launches and the tensor maps' boxes alike: the
-  // single-step kernel's f.template operator()<kW, kRows, kWarps>() (fp32 tma_width 80: 80 x 8 in 10
+  // single-step kernel's f.template operator()<kW, kRows, kWarps>() (tma_width 80: 80 x 8 in 10
   // warps, ahead of the others; tma_wide, tma_rows: 32 x 8, 32 x 16, 64 x 8, or 64 x 16 in 16 warps), the pair's
   // f.template operator()<kW, kTY>() (tma_pair_rows 16: 32 x 16; else 64 x 8 with tma_wide, 32 x 8 without).
   template <class F>
   decltype(auto) with_tma_tile(F&& f) const {
-    if constexpr (sizeof(T) == 4) {
-      if (tuning_.tma_width == 80) return f.template operator()<80, 2, 10>();  // 80 x 8 in 10 warps
-    }
+    if (tuning_.tma_width == 80) return f.template operator()<80, 2, 10>();  // 80 x 8 in 10 warps
     if (tuning_.tma_wide) {
       if (tuning_.tma_rows == 4) return f.template operator()<64, 2, 16>();
       return f.template operator()<64, 2, 8>();
@@ -1648,6 +1723,12 @@ class CudaSolver final : public Solver<T> {
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
   bool tma_configured_ = false;  // its shared memory allowance is set, tma_chunk_ chosen
   int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk above)
+  // Chained launches (Tuning::chain): the flags, the last id published, whether the step being
+  // launched may chain (a whole-range launch of advance), whether the launch before it was a chained
+  // TMA launch, and whether the last launch was.
+  DeviceBuffer<unsigned> chain_flags_;
+  unsigned chain_id_ = 0;
+  bool chain_ok_ = false, chain_prev_ = false, last_tma_ = false;
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
   DeviceBuffer<CUtensorMap> pair_maps_;
@@ -1682,23 +1763,27 @@ template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, const RunOptions& options,
                                 const SlabSetup& slab) {
   // Measured on an H200 (docs/performance.md): on Hopper, where rows are whole 16-byte multiples,
-  // the TMA-staged kernel (one plane ahead in the expanded form, two in the flux form; 80 x 8 or
-  // 64 x 8 tiles in fp32, below, 32 x 16 in fp64; chunks by tma_chunk's rule; a block barrier a
-  // plane), and in the expanded form two steps per pass through TMA (32 x 16 tiles in fp32, 32 x 8
-  // in fp64; 35-plane chunks, kSlabAlignment; an odd step and the steps that end on a series row
-  // single). Otherwise, and on the series steps (fused reductions): fp32 the marching kernel
-  // (registers for 5 blocks a SM), fp64 the staged kernel (two planes' copies in flight, registers
-  // for 4 blocks a SM).
+  // the TMA-staged kernel (one plane ahead in the expanded form, two in the flux form; 80 x 8 tiles
+  // with chained launches, below, or else 64 x 8 in fp32 and 32 x 16 in fp64; chunks by tma_chunk's
+  // rule; a block barrier a plane), and in the expanded form two steps per pass through TMA (32 x 16 tiles in fp32, 32
+  // x 8 in fp64; 35-plane chunks, kSlabAlignment; an odd step and the steps that end on a series row single).
+  // Otherwise, and on the series steps (fused reductions): fp32 the marching kernel (registers for 5 blocks a SM), fp64
+  // the staged kernel (two planes' copies in flight, registers for 4 blocks a SM).
   Tuning tuning;
   tuning.chunk = kSlabAlignment;
   const bool fp32 = std::is_same_v<T, float>, flux = problem.form == Form::Flux;
   tuning.tma = flux ? 2 : 1;
   tuning.tma_rows = 2;
   tuning.tma_wide = fp32;
-  // fp32: 80 x 8 tiles in blocks of 10 warps where they pad the grid's width less than 64 x 8 (400:
-  // 400 against 448 columns; a block's time hardly depends on how much of its tile is in the grid).
+  // 80 x 8 tiles in blocks of 10 warps where they pad the grid's width less than the others (fp32
+  // 64 x 8, fp64 32 x 16; at 400: 400 columns against 448 and 416; a block's time hardly depends on
+  // how much of its tile is in the grid), and there the single-step launches of an advance chained
+  // (Tuning::chain 2: measured on 80 x 8 tiles only; fp64 on 32 x 16 tiles lost 1-1.5 points).
   const auto padded = [&](int w) { return (problem.grid.nx + w - 1) / w * w; };
-  if (fp32 && padded(80) < padded(64)) tuning.tma_width = 80;
+  if (padded(80) < padded(fp32 ? 64 : 32)) {
+    tuning.tma_width = 80;
+    tuning.chain = 2;
+  }
   tuning.tma_pair = !flux;
   tuning.tma_pair_rows = fp32 ? 16 : 8;
   // Not in 2D (every plane's copy would fetch the one plane three times), nor when the grid gives

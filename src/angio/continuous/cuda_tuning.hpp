@@ -20,16 +20,43 @@ struct Tuning {
   int tma = 0;               // > 0: the TMA-staged kernel with this many planes ahead (1, 2; rows of 16-byte multiples)
   int tma_rows = 1;          // the TMA kernel's tile: 1, 2 (32 x 8, 32 x 16); wide 2, 4 (64 x 8, 64 x 16 in 16 warps)
   bool tma_wide = false;     // the TMA kernel's tiles 64 columns wide (64 x 8 or 64 x 16) instead of 32
-  int tma_width = 0;         // 80: the fp32 TMA kernel's tiles 80 x 8 in blocks of 10 warps, whatever tma_wide and
-                             // tma_rows say (other values and fp64: ignored)
-  int tma_chunk = 0;  // planes a block of the single-step TMA kernel marches (0: about five waves of blocks, cuda.cu)
+  int tma_width = 0;         // 80: the TMA kernel's tiles 80 x 8 in blocks of 10 warps, whatever tma_wide and
+                             // tma_rows say (other values: ignored)
+  int tma_chunk = 0;         // planes a block of the single-step TMA kernel marches (0: tma_chunk's rule, below)
   bool tma_pair = false;     // with tma: two steps per pass through TMA (expanded form, 3D)
   int tma_pair_rows = 8;     // the TMA pair's tile: 16: 32 x 16; 8: 64 x 8 with tma_wide, else 32 x 8
   bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
+  int chain = 0;             // consecutive single-step TMA launches of an advance: 0 each waits for the one before
+                             // (the stream), 1 may start early and waits at griddepcontrol.wait, 2 may start
+                             // early and waits for the blocks next to it only (flags; cuda.cu, Chain)
   bool carry = true;         // marching flux form: each column's z face computed once, carried up (the same bits)
   bool unchecked_quotient = false;  // tests: the TMA kernels even where the c the run starts from puts their fast
                                     // division out of its exact range (quotient_in_range in cuda.cu)
 };
+
+// Planes a block column of the single-step TMA kernel marches (Tuning::tma_chunk; 0: this rule),
+// given the tiles of a plane, the blocks the device holds at once (the occupancy API) and the
+// planes: at least 14 (each chunk also reads the planes just below and above it) and at most the
+// planes.
+// - Launches one after another (stream order): about five waves of blocks (tiles x chunks over
+//   the blocks held at once), so that the last wave's idle slots are a small part.
+// - Chained launches (Tuning::chain > 0: the next launch takes the slots of this one's last
+//   wave): about two waves, and chunks of at most 48 planes.
+// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-29): unchained, fp32 flux on
+// 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5
+// points above 14, 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves).
+// Chained, on 80 x 8 tiles: 47 planes (3 chunks) best in both precisions, fp32 0.3-0.8 points above
+// 35 and 40, 6-7 above 70 (1.3 waves); fp64 0.5-1.1 above 28 and 35.
+inline int tma_chunk(int requested, long long tiles, long long resident, int planes, bool chained) {
+  const long long most = planes > 1 ? planes : 1;
+  if (requested > 0) return static_cast<int>(requested < most ? requested : most);
+  tiles = tiles > 1 ? tiles : 1;
+  long long chunks = ((chained ? 2 : 5) * resident + tiles / 2) / tiles;
+  if (chained) chunks = chunks > (most + 47) / 48 ? chunks : (most + 47) / 48;
+  chunks = chunks > 1 ? chunks : 1;
+  const long long chunk = (most + chunks - 1) / chunks, least = most < 14 ? most : 14;
+  return static_cast<int>(chunk < least ? least : (chunk > most ? most : chunk));
+}
 
 template <class T>
 std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial, int device, const Tuning& tuning);
