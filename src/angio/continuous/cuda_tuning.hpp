@@ -42,11 +42,11 @@ struct Tuning {
 //   the blocks held at once), so that the last wave's idle slots are a small part.
 // - Chained launches (Tuning::chain > 0: the next launch takes the slots of this one's last
 //   wave): about two waves, and chunks of at most 48 planes.
-// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-29): unchained, fp32 flux on
-// 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5
-// points above 14, 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves).
-// Chained, on 80 x 8 tiles: 47 planes (3 chunks) best in both precisions, fp32 0.3-0.8 points above
-// 35 and 40, 6-7 above 70 (1.3 waves); fp64 0.5-1.1 above 28 and 35.
+// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-28 night and late night): unchained, fp32 flux
+// on 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5 points above 14,
+// 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves). Chained, on 80 x 8 tiles: 47 planes (3
+// chunks) best in both precisions, fp32 0.3-0.8 points above 35 and 40, 6-7 above 70 (1.3 waves); fp64 0.5-1.1 above 28
+// and 35.
 inline int tma_chunk(int requested, long long tiles, long long resident, int planes, bool chained) {
   const long long most = planes > 1 ? planes : 1;
   if (requested > 0) return static_cast<int>(requested < most ? requested : most);
