@@ -162,8 +162,8 @@ BENCHMARK(BM_ThreeFieldCopy)
 // (cuda: 0 marching or naive, 1 two steps per pass, 2 marching without the flux form's z-face
 // carry, 3 staged, 7 TMA-staged, 8 two steps per pass through TMA (tile 32 or 64 wide): `tile` = planes ahead + 10 x
 // rows per thread + 100 when slots go back by mbarrier + 1000 for 64-wide tiles (rows 4: 64 x 16 in blocks of 16
-// warps) or 2000 for fp32 80 x 8 tiles in blocks of 10 warps), blocks (cuda: blocks per SM the registers must
-// allow, 0 the kernel's own).
+// warps) or 2000 for 80 x 8 tiles in blocks of 10 warps, + 10000 x Tuning::chain for chained launches), blocks
+// (cuda: blocks per SM the registers must allow, 0 the kernel's own).
 template <class T>
 void run_case(benchmark::State& state) {
   const auto backend = static_cast<Backend>(state.range(0));
@@ -200,7 +200,7 @@ void run_case(benchmark::State& state) {
       tuning.tma_rows = std::max(1, static_cast<int>(state.range(7) / 10 % 10));
       tuning.tma_release = state.range(7) / 100 % 10 == 1;
       tuning.tma_wide = state.range(7) / 1000 % 10 == 1;
-      if (state.range(7) / 1000 % 10 == 2) tuning.tma_width = 80;  // (fp32: 80 x 8)
+      if (state.range(7) / 1000 % 10 == 2) tuning.tma_width = 80;  // (80 x 8)
       tuning.chain = static_cast<int>(state.range(7) / 10000);     // chained launches (Tuning::chain)
       tuning.tma_chunk = tuning.chunk;  // (chunk 0: the solver's rule)
       tuning.chunk = 35;

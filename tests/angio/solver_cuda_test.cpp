@@ -198,24 +198,29 @@ TEST(AngioCudaTuning, TmaChunkRule) {
 }
 
 // Chained launches of the single-step TMA kernel (Tuning::chain 2: a block waits only for the
-// blocks of the launch before whose boxes meet its own, through flags): many steps on grids of a few
-// waves of blocks down to less than one, where each launch starts while the one before is running,
-// with chunks of one plane up to whole columns, every tile, both forms and precisions. A dependency
-// missed (a block that read a plane of the launch before too early, or overwrote one a block of it
-// still reads) shows as bits that differ from the reference's.
+// blocks of the launch before whose boxes meet its own, through flags): about 40 steps (the last a
+// series step), on grids of less than one wave of blocks, where each launch's blocks start as soon
+// as every block of the one before has (UnorderedChainedLaunchesDiffer shows that they overlap), and
+// on a grid of three waves (400 x 40 x 48 in one-plane chunks: 1200 blocks of 80 x 8), with chunks
+// of one plane up to the rule's, every tile, both forms and precisions. A dependency missed (a block
+// that read a plane of the launch before too early, or overwrote one a block of it still reads)
+// shows as bits that differ from the reference's.
 TEST(AngioCuda, ChainedTmaLaunchesAgree) {
   SIMKIT_SKIP_WITHOUT_CUDA();
-  const Grid grids[] = {{96, 40, 20, 1.0 / 95}, {88, 18, 9, 1.0 / 87}, {160, 24, 12, 1.0 / 159}};
+  const Grid grids[] = {
+      {96, 40, 20, 1.0 / 95}, {88, 18, 9, 1.0 / 87}, {160, 24, 12, 1.0 / 159}, {400, 40, 48, 1.0 / 399}};
   int trial = 0;
   for (const Grid& g : grids) {
-    for (int shape = 0; shape < 5; ++shape)
+    const bool many = g.nx == 400;
+    for (int shape = many ? 1 : 0; shape < 5; shape += many ? 3 : 1)  // (many waves: 32 x 16 and 80 x 8)
       for (int chunk : {1, 3, 0}) {
+        if (many && chunk == 3) continue;
         detail::cuda::Tuning tma;
         tma.tma = 1 + trial % 2;
         tma.tma_wide = shape == 2 || shape == 3;
         tma.tma_rows = (shape % 2 + 1) * (tma.tma_wide ? 2 : 1);
         if (shape == 4) tma.tma_width = 80;
-        tma.tma_release = trial % 2 == 1;
+        tma.tma_release = trial % 4 >= 2;
         tma.chain = 2;
         tma.chunk = chunk;
         tma.tma_chunk = chunk;
@@ -226,6 +231,41 @@ TEST(AngioCuda, ChainedTmaLaunchesAgree) {
         if (chunk == 1) compare_with_reference<double>(g, Form::Expanded, 41, seed, tma);
       }
   }
+}
+
+// The control for the test above: launches chained with no ordering at all (Tuning::chain 3, tests
+// only) give fields that differ from the reference's, so chained launches do overlap here and a
+// missed dependency would show. (If the driver ran them one after another, the fields would agree
+// and this test would fail: then ChainedTmaLaunchesAgree would test nothing.)
+TEST(AngioCuda, UnorderedChainedLaunchesDiffer) {
+  SIMKIT_SKIP_WITHOUT_CUDA();
+  if (!has_tma()) GTEST_SKIP() << "no TMA kernels on this GPU";
+  std::mt19937_64 rng(97);
+  Problem p;
+  p.grid = Grid{96, 40, 20, 1.0 / 95};
+  p.form = Form::Flux;
+  p.model.diffusion = 0.02;  // (as compare_with_reference: stable on this coarse grid)
+  p.precision = Precision::Fp32;
+  const Fields<float> initial = random_fields<float>(p.grid, rng);
+  p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
+  detail::cuda::Tuning tma;
+  tma.tma = 2;
+  tma.tma_rows = 2;
+  tma.tma_width = 80;
+  tma.tma_chunk = 1;
+  tma.chain = 3;
+  RunOptions options;
+  auto reference = make_solver<float>(p, initial, Backend::Reference, options);
+  auto gpu = detail::cuda::make<float>(p, initial, 0, tma);
+  ASSERT_TRUE(detail::cuda::takes_tma_kernels(*gpu));
+  reference->advance(40, false);
+  gpu->advance(40, false);
+  Fields<float> a, b;
+  reference->read(a);
+  gpu->read(b);
+  std::size_t differ = 0;
+  for (std::size_t id = 0; id < a.n.size(); ++id) differ += std::memcmp(&a.n[id], &b.n[id], sizeof(float)) != 0;
+  EXPECT_GT(differ, 0u) << "40 launches chained with no ordering gave the reference's bits: they did not overlap";
 }
 
 // Two steps per pass through TMA (expanded form; the flux form's run takes single steps): grids a

@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
   }
 }
 
-// The tile of a block of kWarps warps of the tma kernel: kW columns (32, 64, or 80 in fp32), each
+// The tile of a block of kWarps warps of the tma kernel: kW columns (32, 64, or 80), each
 // thread kRows of its rows, kRowStep = 32 kWarps / kW rows apart, so kTileY = kRowStep kRows rows (a
 // warp covers 32 consecutive nodes in row-major order, which straddle two rows where 32 does not
 // divide kW).
@@ -346,11 +346,14 @@ constexpr int kTmaMinBlocks = sizeof(T) == 4 ? (kRows == 1 ? 5 : 4) : (kRows == 
 // start while the one before drains (programmatic dependent launch). mode 1: every block waits for
 // the whole launch before (griddepcontrol.wait). mode 2: a block publishes flags[its block] = id
 // when it is done (after its last load and store), and waits only for the blocks of the launch
-// before whose boxes meet its own, which are those next to it in x, y and z (a box reaches one node
-// into the next tile and one plane into the next chunk): their outputs are its inputs (read after
-// write), and its outputs overwrite what they read (write after read). Launches before that one are
-// ordered through them. wait: the id those blocks publish, 0 for none (the first launch of a chain,
-// which the stream orders as usual). flags: nullptr where the launch publishes nothing.
+// before whose boxes meet its own, which are those next to it in x, y and z, diagonals included (a
+// box reaches 16 bytes into the next tile in x, one row in y and one plane into the next chunk):
+// their outputs are its inputs (read after write), and its outputs overwrite what they read (write
+// after read). Launches before that one are ordered through them (each block also waits for its
+// own index). mode 3 (tests only): no ordering at all, so that a test can show the launches do
+// overlap (the fields then differ). wait: the id those blocks publish (modes 1 and 3: any non-zero
+// value), 0 for none (the first launch of a chain, which the stream orders as usual). flags:
+// nullptr where the launch publishes nothing.
 struct Chain {
   unsigned* flags;
   unsigned id, wait;
@@ -384,7 +387,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
   if (chain.wait != 0) {
     if (chain.mode == 1) {
       grid_dependency_wait();
-    } else if (threadIdx.x < 27) {  // a thread for each block next to this one (itself included)
+    } else if (chain.mode == 2 && threadIdx.x < 27) {  // a thread for each block next to this one (itself included)
       const int bx = static_cast<int>(blockIdx.x) + static_cast<int>(threadIdx.x % 3) - 1;
       const int by = static_cast<int>(blockIdx.y) + static_cast<int>(threadIdx.x / 3 % 3) - 1;
       const int bz = static_cast<int>(blockIdx.z) + static_cast<int>(threadIdx.x / 9) - 1;
@@ -395,11 +398,15 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       }
     }
   }
-  // The block is done: every load and store of it before the barrier (then flag_release publishes them).
+  // The block is done: every load and store of it before the barrier, then flag_release publishes
+  // them (after a proxy fence: its tensor copies' reads before the next launch's stores).
   auto publish = [&] {
     if (chain.flags == nullptr) return;
     __syncthreads();
-    if (threadIdx.x == 0) flag_release(chain.flags + block, chain.id);
+    if (threadIdx.x == 0) {
+      fence_proxy_async_global();
+      flag_release(chain.flags + block, chain.id);
+    }
   };
   static_assert(kSlots >= 3, "mid and hi in use and at least one plane in flight");
   extern __shared__ __align__(128) unsigned char tma_smem[];
@@ -1026,6 +1033,8 @@ class CudaSolver final : public Solver<T> {
         link_(slab.link) {
     // The marching kernel indexes nodes with 32-bit integers; larger grids take the naive kernel.
     if (g_.nodes() >= (std::size_t{1} << 31)) tuning_.naive = true;
+    if (tuning_.chain < 0 || tuning_.chain > 3)
+      throw InternalError("angio cuda: Tuning::chain " + std::to_string(tuning_.chain) + " is not 0, 1, 2 or 3");
     if (link_) tuning_.pair = false;  // (the classic pair kernel: single-GPU benchmarks only)
     global_ = g_;
     global_.nz = slab_.nz_global;
@@ -1099,7 +1108,7 @@ class CudaSolver final : public Solver<T> {
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
-    last_tma_ = false;  // (the stream has synchronised since any launch before)
+    last_tma_ = chain_ok_ = false;  // (the stream has synchronised since any launch before)
     // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
     // ends on a series row (the fused reductions are the single-step kernels').
     const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
@@ -1480,7 +1489,7 @@ class CudaSolver final : public Solver<T> {
   void launch_tma_at(int in, int out) {
     using Box = TmaBox<T, kW, kRows, kWarps>;
     // (the registers of kTmaMinBlocks blocks of 8 warps: 80 x 8 tiles in 10 warps get 3 blocks in fp32,
-    // 64 registers a thread, and 2 in fp64, 102, which their shared memory allows)
+    // 64 registers a thread, and 2 in fp64, 96, which their shared memory allows)
     constexpr int kMin = std::max(1, kTmaMinBlocks<T, kRows> * 8 / kWarps) + (kWarps == 10 && sizeof(T) == 8);
     auto kernel = tma_kernel<T, kDims, kFlux, kSlots, kW, kRows, kWarps, kRelease, kMin>;
     const int smem = Box::smem(kSlots, kFlux);
@@ -1514,7 +1523,7 @@ class CudaSolver final : public Solver<T> {
         if (++chain_id_ == 0) ++chain_id_;  // (ids wrap past 0, which means none; flags compare by difference)
         chain.id = chain_id_;
       } else {
-        chain.wait = chain_prev_ ? 1u : 0u;
+        chain.wait = chain_prev_ ? 1u : 0u;  // (modes 1 and 3: a marker)
       }
     }
     cudaLaunchConfig_t config{};
@@ -1722,7 +1731,7 @@ class CudaSolver final : public Solver<T> {
   // taken (the same on every rank) and the last step whose notices were consumed.
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
   bool tma_configured_ = false;  // its shared memory allowance is set, tma_chunk_ chosen
-  int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk above)
+  int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk, cuda_tuning.hpp)
   // Chained launches (Tuning::chain): the flags, the last id published, whether the step being
   // launched may chain (a whole-range launch of advance), whether the launch before it was a chained
   // TMA launch, and whether the last launch was.
@@ -1778,7 +1787,7 @@ std::unique_ptr<Solver<T>> make(const Problem& problem, const Fields<T>& initial
   // 80 x 8 tiles in blocks of 10 warps where they pad the grid's width less than the others (fp32
   // 64 x 8, fp64 32 x 16; at 400: 400 columns against 448 and 416; a block's time hardly depends on
   // how much of its tile is in the grid), and there the single-step launches of an advance chained
-  // (Tuning::chain 2: measured on 80 x 8 tiles only; fp64 on 32 x 16 tiles lost 1-1.5 points).
+  // (Tuning::chain 2: measured on 80 x 8 tiles only; fp64 on 32 x 16 tiles lost 0.1-1.3 points).
   const auto padded = [&](int w) { return (problem.grid.nx + w - 1) / w * w; };
   if (padded(80) < padded(fp32 ? 64 : 32)) {
     tuning.tma_width = 80;

@@ -28,7 +28,8 @@ struct Tuning {
   bool tma_release = false;  // the TMA kernel hands slots back through mbarriers instead of a block barrier
   int chain = 0;             // consecutive single-step TMA launches of an advance: 0 each waits for the one before
                              // (the stream), 1 may start early and waits at griddepcontrol.wait, 2 may start
-                             // early and waits for the blocks next to it only (flags; cuda.cu, Chain)
+                             // early and waits for the blocks next to it only (flags; cuda.cu, Chain), 3 tests
+                             // only: may start early and waits for nothing (wrong results: shows the overlap)
   bool carry = true;         // marching flux form: each column's z face computed once, carried up (the same bits)
   bool unchecked_quotient = false;  // tests: the TMA kernels even where the c the run starts from puts their fast
                                     // division out of its exact range (quotient_in_range in cuda.cu)
@@ -42,11 +43,12 @@ struct Tuning {
 //   the blocks held at once), so that the last wave's idle slots are a small part.
 // - Chained launches (Tuning::chain > 0: the next launch takes the slots of this one's last
 //   wave): about two waves, and chunks of at most 48 planes.
-// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-28 night and late night): unchained, fp32 flux
-// on 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47 (1.9 waves) and 0.6-2.5 points above 14,
-// 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's 35 (4.9 waves). Chained, on 80 x 8 tiles: 47 planes (3
-// chunks) best in both precisions, fp32 0.3-0.8 points above 35 and 40, 6-7 above 70 (1.3 waves); fp64 0.5-1.1 above 28
-// and 35.
+// Measured on an H200 at 400 x 400 x 140 (docs/performance.md, 2026-11-28 night and late night).
+// Unchained: fp32 flux on 80 x 8 tiles 79.0-80.1 % of copy at the rule's 18 planes, as good as 47
+// (1.9 waves) and 0.6-2.5 points above 14, 24 and 35; fp64 flux on 32 x 16 tiles best at the rule's
+// 35 (4.9 waves). Chained, on 80 x 8 tiles: 35 to 47 planes within a point of each other, 47 best
+// or tied in every start (fp64: 0.4 points above 35, 0.9 above 28); fp32 6-7 points lower at 70
+// (1.3 waves).
 inline int tma_chunk(int requested, long long tiles, long long resident, int planes, bool chained) {
   const long long most = planes > 1 ? planes : 1;
   if (requested > 0) return static_cast<int>(requested < most ? requested : most);
