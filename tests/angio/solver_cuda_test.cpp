@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "angio/continuous/cuda_tuning.hpp"
@@ -44,9 +45,17 @@ double max_abs(const std::vector<T>& v) {
   return m;
 }
 
+// The reference and the cuda backend (with `tuning`) from the same random fields, `steps` steps
+// each (the last a series step): their reductions and fields.
 template <class T>
-void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t seed, const detail::cuda::Tuning& tuning,
-                            double taf_diffusion = 0) {
+struct BothRuns {
+  std::unique_ptr<Solver<T>> gpu;
+  Reductions r_ref, r_gpu;
+  Fields<T> a, b;  // reference, cuda
+};
+template <class T>
+BothRuns<T> run_both(const Grid& g, Form form, int steps, std::uint64_t seed, const detail::cuda::Tuning& tuning,
+                     double taf_diffusion) {
   std::mt19937_64 rng(seed);
   Problem p;
   p.grid = g;
@@ -61,12 +70,21 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
   p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
   RunOptions options;
   auto reference = make_solver<T>(p, initial, Backend::Reference, options);
-  auto gpu = detail::cuda::make<T>(p, initial, 0, tuning);
-  const Reductions r_ref = reference->advance(steps, true);
-  const Reductions r_gpu = gpu->advance(steps, true);
-  Fields<T> a, b;
-  reference->read(a);
-  gpu->read(b);
+  BothRuns<T> runs;
+  runs.gpu = detail::cuda::make<T>(p, initial, 0, tuning);
+  runs.r_ref = reference->advance(steps, true);
+  runs.r_gpu = runs.gpu->advance(steps, true);
+  reference->read(runs.a);
+  runs.gpu->read(runs.b);
+  return runs;
+}
+
+template <class T>
+void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t seed, const detail::cuda::Tuning& tuning,
+                            double taf_diffusion = 0) {
+  const BothRuns<T> runs = run_both<T>(g, form, steps, seed, tuning, taf_diffusion);
+  const Fields<T>&a = runs.a, &b = runs.b;
+  const Reductions &r_ref = runs.r_ref, &r_gpu = runs.r_gpu;
   const std::vector<T>* fa[3] = {&a.n, &a.f, &a.c};
   const std::vector<T>* fb[3] = {&b.n, &b.f, &b.c};
   const char* names[3] = {"n", "f", "c"};
@@ -100,7 +118,7 @@ void compare_with_reference(const Grid& g, Form form, int steps, std::uint64_t s
     EXPECT_NEAR(r_ref.integral[q], r_gpu.integral[q], 1e-11 * std::abs(r_ref.integral[q]));
   }
   // reduce() (a separate pass) agrees with the fused reduction of the same state.
-  const Reductions again = gpu->reduce();
+  const Reductions again = runs.gpu->reduce();
   for (int q = 0; q < 3; ++q) {
     EXPECT_EQ(again.min[q], r_gpu.min[q]);
     EXPECT_EQ(again.max[q], r_gpu.max[q]);
@@ -240,32 +258,18 @@ TEST(AngioCuda, ChainedTmaLaunchesAgree) {
 TEST(AngioCuda, UnorderedChainedLaunchesDiffer) {
   SIMKIT_SKIP_WITHOUT_CUDA();
   if (!has_tma()) GTEST_SKIP() << "no TMA kernels on this GPU";
-  std::mt19937_64 rng(97);
-  Problem p;
-  p.grid = Grid{96, 40, 20, 1.0 / 95};
-  p.form = Form::Flux;
-  p.model.diffusion = 0.02;  // (as compare_with_reference: stable on this coarse grid)
-  p.precision = Precision::Fp32;
-  const Fields<float> initial = random_fields<float>(p.grid, rng);
-  p.dt = 0.5 * check_stability(p, initial).largest_stable_k;
   detail::cuda::Tuning tma;
   tma.tma = 2;
   tma.tma_rows = 2;
   tma.tma_width = 80;
   tma.tma_chunk = 1;
   tma.chain = 3;
-  RunOptions options;
-  auto reference = make_solver<float>(p, initial, Backend::Reference, options);
-  auto gpu = detail::cuda::make<float>(p, initial, 0, tma);
-  ASSERT_TRUE(detail::cuda::takes_tma_kernels(*gpu));
-  reference->advance(40, false);
-  gpu->advance(40, false);
-  Fields<float> a, b;
-  reference->read(a);
-  gpu->read(b);
+  const BothRuns<float> runs = run_both<float>(Grid{96, 40, 20, 1.0 / 95}, Form::Flux, 40, 97, tma, 0);
+  ASSERT_TRUE(detail::cuda::takes_tma_kernels(*runs.gpu));
   std::size_t differ = 0;
-  for (std::size_t id = 0; id < a.n.size(); ++id) differ += std::memcmp(&a.n[id], &b.n[id], sizeof(float)) != 0;
-  EXPECT_GT(differ, 0u) << "40 launches chained with no ordering gave the reference's bits: they did not overlap";
+  for (std::size_t id = 0; id < runs.a.n.size(); ++id)
+    differ += std::memcmp(&runs.a.n[id], &runs.b.n[id], sizeof(float)) != 0;
+  EXPECT_GT(differ, 0u) << "39 launches chained with no ordering gave the reference's bits: they did not overlap";
 }
 
 // Two steps per pass through TMA (expanded form; the flux form's run takes single steps): grids a

@@ -222,6 +222,12 @@ __device__ inline void accumulate(Partial& p, double w, T n, T f, T c) {
   }
 }
 
+// A block's index in its launch's grid (x fastest), and that of the block at (x, y, z).
+__device__ inline unsigned block_index(unsigned x, unsigned y, unsigned z) {
+  return (z * gridDim.y + y) * gridDim.x + x;
+}
+__device__ inline unsigned block_index() { return block_index(blockIdx.x, blockIdx.y, blockIdx.z); }
+
 struct Dims {
   int nx, ny, nz;
   long long plane;  // nx * ny
@@ -300,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
     }
   }
   if (kReduce) {
-    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const int block = static_cast<int>(block_index());
     block_reduce(part, partials + block);
   }
 }
@@ -383,7 +389,6 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
   // keeps across the plane's barrier are read from shared memory again after it (no spills).
   constexpr bool kLean = sizeof(T) == 8 && kWarps == 10;
   if (chain.mode != 0) grid_launch_dependents();  // (the next launch may take the slots this one frees)
-  const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
   if (chain.wait != 0) {
     if (chain.mode == 1) {
       grid_dependency_wait();
@@ -393,7 +398,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
       const int bz = static_cast<int>(blockIdx.z) + static_cast<int>(threadIdx.x / 9) - 1;
       if (bx >= 0 && bx < static_cast<int>(gridDim.x) && by >= 0 && by < static_cast<int>(gridDim.y) && bz >= 0 &&
           bz < static_cast<int>(gridDim.z)) {
-        const unsigned* flag = chain.flags + (bz * gridDim.y + by) * gridDim.x + bx;
+        const unsigned* flag =
+            chain.flags + block_index(static_cast<unsigned>(bx), static_cast<unsigned>(by), static_cast<unsigned>(bz));
         while (static_cast<int>(flag_acquire(flag) - chain.wait) < 0) __nanosleep(256);
       }
     }
@@ -405,7 +411,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMin)
     __syncthreads();
     if (threadIdx.x == 0) {
       fence_proxy_async_global();
-      flag_release(chain.flags + block, chain.id);
+      flag_release(chain.flags + block_index(), chain.id);
     }
   };
   static_assert(kSlots >= 3, "mid and hi in use and at least one plane in flight");
@@ -872,7 +878,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
     __syncthreads();  // the next plane's first step overwrites the slot just read as l - 1
   }
   if (kReduce) {
-    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const int block = static_cast<int>(block_index());
     block_reduce(part, partials + block);
   }
 }
@@ -949,7 +955,7 @@ __global__ void __launch_bounds__(kThreads, kMin)
     }
   }
   if (kReduce) {
-    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const int block = static_cast<int>(block_index());
     block_reduce(part, partials + block);
   }
 }
@@ -994,7 +1000,7 @@ __global__ void __launch_bounds__(kThreads)
       accumulate(part, wij * weight(l + g.z0, g.nzg), n[at], f[at], c[at]);
     }
   }
-  const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const int block = static_cast<int>(block_index());
   block_reduce(part, partials + block);
 }
 
@@ -1108,7 +1114,7 @@ class CudaSolver final : public Solver<T> {
 
   Reductions advance(std::int64_t steps, bool reduce) override {
     DeviceGuard guard(device_);
-    last_tma_ = chain_ok_ = false;  // (the stream has synchronised since any launch before)
+    last_tma_ = false;  // (the stream has synchronised since any launch before)
     // Two steps per pass: the pair kernel (Tuning::pair), or the TMA one except for a pair that
     // ends on a series row (the fused reductions are the single-step kernels').
     const bool classic_pair = tuning_.pair && tuning_.staged == 0 && !tuning_.naive;
@@ -1125,9 +1131,7 @@ class CudaSolver final : public Solver<T> {
         overlapped_step(in, out, pair);
       } else {
         set_range(slab_.own_begin, slab_.own_end);
-        chain_ok_ = tuning_.chain > 0 && !link_;  // (slabs launch sub-ranges and exchange between steps)
         step(in, out, last, pair);
-        chain_ok_ = false;
         if (link_) exchange_now(out);
       }
       cur_ = out;
@@ -1171,9 +1175,9 @@ class CudaSolver final : public Solver<T> {
   }
 
   void step(int in, int out, bool reduce, bool pair) {
-    // Whether the launch before this one was a whole-range single-step TMA launch of this advance
-    // (Tuning::chain; launch_tma_at sets last_tma_ again).
-    chain_prev_ = chain_ok_ && last_tma_;
+    // Whether the launch before this one was a chained single-step TMA launch of this advance
+    // (launch_tma_at sets last_tma_ again).
+    chain_prev_ = last_tma_;
     last_tma_ = false;
     if (g_.nz > 1) {
       sc_.flux ? launch<3, true>(in, out, reduce, pair) : launch<3, false>(in, out, reduce, pair);
@@ -1501,8 +1505,8 @@ class CudaSolver final : public Solver<T> {
       SIMKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
       const int planes = slab_.own_end - slab_.own_begin;
       tma_chunk_ = tma_chunk(tuning_.tma_chunk, static_cast<long long>(tiles_x) * tiles_y,
-                             static_cast<long long>(per_sm) * sms, planes, tuning_.chain > 0 && !link_);
-      if (tuning_.chain == 2) {  // a flag for each block of a whole-range launch, none published yet
+                             static_cast<long long>(per_sm) * sms, planes, chained());
+      if (chained() && tuning_.chain == 2) {  // a flag for each block of a whole-range launch, none published yet
         chain_flags_.resize(static_cast<std::size_t>(tiles_x) * tiles_y * ((planes + tma_chunk_ - 1) / tma_chunk_));
         chain_flags_.fill_zero();
       }
@@ -1515,7 +1519,7 @@ class CudaSolver final : public Solver<T> {
     cudaLaunchAttribute early{};
     early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     early.val.programmaticStreamSerializationAllowed = 1;
-    if (chain_ok_) {
+    if (chained()) {
       chain.mode = tuning_.chain;
       if (chain.mode == 2) {
         chain.flags = chain_flags_.data();
@@ -1536,7 +1540,7 @@ class CudaSolver final : public Solver<T> {
     SIMKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, dims_, FastQuotientParams<T>{m_}, sc_, tma_chunk_,
                                          static_cast<const CUtensorMap*>(maps_.data() + 3 * in), n_[out].data(),
                                          f_[out].data(), c_[out].data(), chain));  // never a series step: no partials
-    last_tma_ = chain_ok_;
+    last_tma_ = chained();
   }
   // Tuning::tma planes ahead (1, 2), the tile (with_tma_tile) and tma_release.
   template <int kDims, bool kFlux, int kSlots, int kW, int kRows, int kWarps>
@@ -1732,12 +1736,14 @@ class CudaSolver final : public Solver<T> {
   bool tma_ = false;             // the tma kernel's maps are made (Tuning::tma and the grid allow it)
   bool tma_configured_ = false;  // its shared memory allowance is set, tma_chunk_ chosen
   int tma_chunk_ = 1;            // planes a block of the single-step TMA kernel marches (tma_chunk, cuda_tuning.hpp)
-  // Chained launches (Tuning::chain): the flags, the last id published, whether the step being
-  // launched may chain (a whole-range launch of advance), whether the launch before it was a chained
-  // TMA launch, and whether the last launch was.
+  // Chained launches (Tuning::chain): the flags, the last id published, whether the launch before
+  // the one being made was a chained TMA launch, and whether the last launch was.
   DeviceBuffer<unsigned> chain_flags_;
   unsigned chain_id_ = 0;
-  bool chain_ok_ = false, chain_prev_ = false, last_tma_ = false;
+  bool chain_prev_ = false, last_tma_ = false;
+  // Whether single-step TMA launches chain: on one GPU (slabs launch sub-ranges and exchange planes
+  // between steps, so every step of theirs is launched in stream order).
+  bool chained() const { return tuning_.chain > 0 && !link_; }
   DeviceBuffer<CUtensorMap> maps_;
   bool pair_tma_ = false, pair_configured_ = false;  // the same for two steps per pass (Tuning::tma_pair)
   DeviceBuffer<CUtensorMap> pair_maps_;
